@@ -1,0 +1,4 @@
+//! trawl: a site crawler.
+pub mod extract;
+pub mod link;
+pub mod url_norm;
