@@ -1,1 +1,11 @@
-//! stub
+//! Shared support for integration tests: a deterministic generated site ([`site`]) and a
+//! local server for it with an access log ([`server`]).
+//!
+//! Each test binary that says `mod support;` compiles all of this and uses only part of it.
+#![allow(dead_code, unused_imports)]
+
+pub mod server;
+pub mod site;
+
+pub use server::SiteServer;
+pub use site::{Expected, ExpectedPage, Site, SiteSpec, NEVER_FETCHED};
