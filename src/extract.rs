@@ -1,1 +1,994 @@
-//! stub
+//! Streaming link extraction.
+//!
+//! The worker feeds a page's body to an [`Extractor`] chunk by chunk as it arrives and gets
+//! back the page's outlinks, resolved to absolute URLs, plus the few page facts the crawler
+//! acts on (title, robots meta). There is never a whole document in memory nor a DOM tree:
+//! lol_html tokenizes the stream and calls our element handlers; its rewritten output is
+//! thrown away.
+//!
+//! This runs once per fetched page, millions of times per crawl, so a link costs one
+//! attribute string from lol_html, one parse into a [`Url`], one push, and nothing else: no
+//! logging, no cloned base, no lower-cased copies.
+
+use std::borrow::Cow;
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
+
+use lol_html::html_content::{EndTag, TextChunk};
+use lol_html::send::{Element, ElementContentHandlers, HtmlRewriter, Settings};
+use lol_html::{AsciiCompatibleEncoding, HandlerResult, MemorySettings, Selector};
+use url::Url;
+
+use crate::link::LinkKind;
+
+/// Hard cap on lol_html's buffers, so a hostile page (say an attribute value that never
+/// ends) costs an error instead of the process.
+const MAX_PARSER_MEMORY: usize = 16 << 20;
+
+/// Longest title kept, in chars.
+const MAX_TITLE_CHARS: usize = 1024;
+
+/// Raw title text buffered before decoding. Well above what [`MAX_TITLE_CHARS`] needs even
+/// when every char is spelled as an entity, and small enough not to matter per worker.
+const MAX_TITLE_RAW_BYTES: usize = 16 << 10;
+
+/// Schemes that are never crawlable, dropped before spending a URL parse on them.
+const SKIPPED_SCHEMES: [&str; 4] = ["javascript", "mailto", "tel", "data"];
+
+/// Why extraction failed. The page's links are lost; the fetch itself may still be recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum ExtractError {
+    /// lol_html refused to go on, most often because the page exceeded its memory limit.
+    #[error("HTML parser gave up: {0}")]
+    Parse(String),
+}
+
+/// One outlink found in a page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Link {
+    /// Absolute, resolved against the effective base. The fragment is kept: the caller
+    /// strips it.
+    pub url: Url,
+    /// The element that made the link.
+    pub kind: LinkKind,
+    /// The element's own `rel` has the token `nofollow`.
+    pub nofollow: bool,
+}
+
+/// What one page yields.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Extracted {
+    /// Outlinks in document order.
+    pub links: Vec<Link>,
+    /// The first HTML `<title>`, entities decoded, whitespace runs collapsed to one space,
+    /// trimmed, at most 1024 chars. `None` when absent or blank.
+    pub title: Option<String>,
+    /// `<meta name="robots|trawl">` says `nofollow` or `none`.
+    pub meta_nofollow: bool,
+    /// `<meta name="robots|trawl">` says `noindex` or `none`.
+    pub meta_noindex: bool,
+}
+
+/// Link extraction over one page body fed in arbitrary chunks. `Send`, so it can live in a
+/// task that awaits between chunks.
+pub struct Extractor {
+    /// `None` once lol_html has failed: it panics if used again after an error.
+    rewriter: Option<HtmlRewriter<'static, Sink>>,
+    state: Shared,
+}
+
+impl Extractor {
+    /// Starts a page. `base` is the page's final URL. `encoding` is the charset label from
+    /// Content-Type if known (e.g. "utf-8", "windows-1252", "shift_jis"); `None` or an unknown /
+    /// non-ASCII-compatible label means UTF-8.
+    ///
+    /// With no label at all, a `<meta charset>` early in the page may switch the encoding, as
+    /// in a browser; a label from the header always wins over the page.
+    pub fn new(base: Url, encoding: Option<&str>) -> Extractor {
+        Self::with_memory_limit(base, encoding, MAX_PARSER_MEMORY)
+    }
+
+    fn with_memory_limit(base: Url, encoding: Option<&str>, limit: usize) -> Extractor {
+        let state: Shared = Arc::new(Mutex::new(State::new(base)));
+        let settings = Settings {
+            element_content_handlers: handlers(&state),
+            encoding: encoding
+                .and_then(ascii_compatible)
+                .unwrap_or_else(AsciiCompatibleEncoding::utf_8),
+            memory_settings: MemorySettings {
+                max_allowed_memory_usage: limit,
+                ..MemorySettings::new()
+            },
+            // Strict mode aborts on markup whose parse depends on the tree (e.g. `<select><xmp>`);
+            // for link discovery a best-effort guess beats losing the whole page.
+            strict: false,
+            adjust_charset_on_meta_tag: encoding.is_none(),
+            ..Settings::new_send()
+        };
+        let rewriter = HtmlRewriter::new(settings, discard as Sink);
+        Extractor {
+            rewriter: Some(rewriter),
+            state,
+        }
+    }
+
+    /// Feeds the next chunk of body bytes. Any split is fine: a chunk may end inside a tag, an
+    /// attribute value or a multi-byte character.
+    pub fn write(&mut self, chunk: &[u8]) -> Result<(), ExtractError> {
+        let rewriter = self.rewriter.as_mut().ok_or_else(already_failed)?;
+        if let Err(e) = rewriter.write(chunk) {
+            self.rewriter = None;
+            return Err(ExtractError::Parse(e.to_string()));
+        }
+        Ok(())
+    }
+
+    /// No more bytes: finishes the parse and returns what was found.
+    pub fn end(self) -> Result<Extracted, ExtractError> {
+        let rewriter = self.rewriter.ok_or_else(already_failed)?;
+        rewriter
+            .end()
+            .map_err(|e| ExtractError::Parse(e.to_string()))?;
+        let mut state = lock(&self.state);
+        Ok(Extracted {
+            links: std::mem::take(&mut state.links),
+            title: state.title.as_ref().and_then(|t| finish_title(&t.text)),
+            meta_nofollow: state.meta_nofollow,
+            meta_noindex: state.meta_noindex,
+        })
+    }
+}
+
+/// Convenience for tests and small inputs: one call over a whole document.
+pub fn extract(base: &Url, encoding: Option<&str>, html: &[u8]) -> Result<Extracted, ExtractError> {
+    let mut extractor = Extractor::new(base.clone(), encoding);
+    extractor.write(html)?;
+    extractor.end()
+}
+
+type Sink = fn(&[u8]);
+
+fn discard(_: &[u8]) {}
+
+fn already_failed() -> ExtractError {
+    ExtractError::Parse("used again after an earlier error".into())
+}
+
+fn ascii_compatible(label: &str) -> Option<AsciiCompatibleEncoding> {
+    AsciiCompatibleEncoding::new(encoding_rs::Encoding::for_label_no_replacement(
+        label.as_bytes(),
+    )?)
+}
+
+/// Shared between the handlers (which lol_html owns) and the [`Extractor`]. Handlers run
+/// synchronously inside `write`, one at a time, so the lock is never contended; it is there
+/// only because the `Send` rewriter needs `Send` handlers.
+type Shared = Arc<Mutex<State>>;
+
+fn lock(state: &Shared) -> MutexGuard<'_, State> {
+    // Handlers don't panic while holding it; if one did, its partial state is still usable.
+    state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+struct State {
+    /// The page URL until the first `<base href>` replaces it.
+    base: Url,
+    base_seen: bool,
+    links: Vec<Link>,
+    /// Set by the first HTML `<title>`, later ones are ignored.
+    title: Option<TitleText>,
+    title_open: bool,
+    next_title_is_svg: bool,
+    meta_nofollow: bool,
+    meta_noindex: bool,
+}
+
+impl State {
+    fn new(base: Url) -> State {
+        State {
+            base,
+            base_seen: false,
+            links: Vec::new(),
+            title: None,
+            title_open: false,
+            next_title_is_svg: false,
+            meta_nofollow: false,
+            meta_noindex: false,
+        }
+    }
+
+    fn push_link(&mut self, raw: &str, kind: LinkKind, nofollow: bool) {
+        let decoded = decode_entities(raw, true);
+        let value = trim_ascii_whitespace(&decoded);
+        if value.is_empty() || has_skipped_scheme(value) {
+            return;
+        }
+        let Ok(url) = self.base.join(value) else {
+            return;
+        };
+        // The URL parser drops tabs and newlines anywhere, so "java\tscript:" only shows its
+        // scheme after parsing.
+        if SKIPPED_SCHEMES.contains(&url.scheme()) {
+            return;
+        }
+        self.links.push(Link {
+            url,
+            kind,
+            nofollow,
+        });
+    }
+
+    /// Only the first `<base href>` counts, as in browsers, even if its href is unusable.
+    ///
+    /// Browsers resolve every link in the page against that base, including links that come
+    /// before it. A streaming parser can't know the future, so links before the `<base>` are
+    /// resolved against the page URL. Pages put `<base>` at the top of `<head>`, so this
+    /// differs only on malformed pages.
+    fn set_base(&mut self, raw: &str) {
+        if std::mem::replace(&mut self.base_seen, true) {
+            return;
+        }
+        let decoded = decode_entities(raw, true);
+        if let Ok(base) = self.base.join(trim_ascii_whitespace(&decoded)) {
+            self.base = base;
+        }
+    }
+
+    fn read_robots_meta(&mut self, content: &str) {
+        let content = decode_entities(content, true);
+        let tokens = content.split(|c: char| c == ',' || c.is_ascii_whitespace());
+        for token in tokens {
+            if token.eq_ignore_ascii_case("none") {
+                self.meta_nofollow = true;
+                self.meta_noindex = true;
+            } else if token.eq_ignore_ascii_case("nofollow") {
+                self.meta_nofollow = true;
+            } else if token.eq_ignore_ascii_case("noindex") {
+                self.meta_noindex = true;
+            }
+        }
+    }
+}
+
+struct Selectors {
+    a: Selector,
+    area: Selector,
+    link: Selector,
+    iframe: Selector,
+    frame: Selector,
+    base: Selector,
+    meta: Selector,
+    svg_title: Selector,
+    title: Selector,
+}
+
+/// Parsed once per process, borrowed by every rewriter.
+static SELECTORS: LazyLock<Selectors> = LazyLock::new(|| {
+    let parse = |s: &str| s.parse::<Selector>().expect("static selector is valid");
+    Selectors {
+        a: parse("a[href]"),
+        area: parse("area[href]"),
+        link: parse("link[href]"),
+        iframe: parse("iframe[src]"),
+        frame: parse("frame[src]"),
+        base: parse("base[href]"),
+        meta: parse("meta[name]"),
+        svg_title: parse("svg title"),
+        title: parse("title"),
+    }
+});
+
+type Handlers = Vec<(Cow<'static, Selector>, ElementContentHandlers<'static>)>;
+
+fn handlers(state: &Shared) -> Handlers {
+    let s = &*SELECTORS;
+    vec![
+        (
+            Cow::Borrowed(&s.a),
+            link_handler(state, "href", LinkKind::A),
+        ),
+        (
+            Cow::Borrowed(&s.area),
+            link_handler(state, "href", LinkKind::Area),
+        ),
+        (
+            Cow::Borrowed(&s.link),
+            link_handler(state, "href", LinkKind::Link),
+        ),
+        (
+            Cow::Borrowed(&s.iframe),
+            link_handler(state, "src", LinkKind::Iframe),
+        ),
+        (
+            Cow::Borrowed(&s.frame),
+            link_handler(state, "src", LinkKind::Frame),
+        ),
+        (Cow::Borrowed(&s.base), base_handler(state)),
+        (Cow::Borrowed(&s.meta), meta_handler(state)),
+        // Must come before `title`: handlers for one element run in this order.
+        (Cow::Borrowed(&s.svg_title), svg_title_handler(state)),
+        (Cow::Borrowed(&s.title), title_handlers(state)),
+    ]
+}
+
+fn link_handler(
+    state: &Shared,
+    attr: &'static str,
+    kind: LinkKind,
+) -> ElementContentHandlers<'static> {
+    let state = Arc::clone(state);
+    ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
+        let Some(value) = el.get_attribute(attr) else {
+            return Ok(());
+        };
+        let (mut kind, mut nofollow) = (kind, false);
+        if matches!(kind, LinkKind::A | LinkKind::Area | LinkKind::Link) {
+            if let Some(rel) = el.get_attribute("rel") {
+                for token in decode_entities(&rel, true).split_ascii_whitespace() {
+                    if token.eq_ignore_ascii_case("nofollow") {
+                        nofollow = true;
+                    } else if kind == LinkKind::Link && token.eq_ignore_ascii_case("canonical") {
+                        kind = LinkKind::Canonical;
+                    }
+                }
+            }
+        }
+        lock(&state).push_link(&value, kind, nofollow);
+        Ok(())
+    })
+}
+
+fn base_handler(state: &Shared) -> ElementContentHandlers<'static> {
+    let state = Arc::clone(state);
+    ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
+        if let Some(href) = el.get_attribute("href") {
+            lock(&state).set_base(&href);
+        }
+        Ok(())
+    })
+}
+
+fn meta_handler(state: &Shared) -> ElementContentHandlers<'static> {
+    let state = Arc::clone(state);
+    ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
+        let ours = el.get_attribute("name").is_some_and(|name| {
+            let name = trim_ascii_whitespace(&name);
+            name.eq_ignore_ascii_case("robots") || name.eq_ignore_ascii_case("trawl")
+        });
+        if ours {
+            if let Some(content) = el.get_attribute("content") {
+                lock(&state).read_robots_meta(&content);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// An SVG `<title>` is a tooltip, not the page's title. lol_html can't tell: it reports the
+/// element in the HTML namespace, as SVG's `<title>` holds HTML content. A descendant selector
+/// can tell, so this flags the element for the `title` handler that runs right after.
+fn svg_title_handler(state: &Shared) -> ElementContentHandlers<'static> {
+    let state = Arc::clone(state);
+    ElementContentHandlers::default().element(move |_: &mut Element<'_, '_>| {
+        lock(&state).next_title_is_svg = true;
+        Ok(())
+    })
+}
+
+/// The title's text arrives in pieces that may split an entity, so it is buffered raw and
+/// decoded once the element ends. The end tag, rather than the end of the first text node,
+/// closes it, so that an empty first title can't adopt a later title's text.
+fn title_handlers(state: &Shared) -> ElementContentHandlers<'static> {
+    let on_element = Arc::clone(state);
+    let on_text = Arc::clone(state);
+    ElementContentHandlers::default()
+        .element(move |el: &mut Element<'_, '_>| -> HandlerResult {
+            {
+                let mut s = lock(&on_element);
+                if std::mem::take(&mut s.next_title_is_svg) || s.title.is_some() {
+                    return Ok(());
+                }
+                s.title = Some(TitleText::default());
+                s.title_open = true;
+            }
+            let on_end = Arc::clone(&on_element);
+            // Fails only for elements that can't have content, which <title> always can; a
+            // failure would just leave the title open until the end of the page.
+            let _ = el.on_end_tag(Box::new(move |_: &mut EndTag<'_>| {
+                lock(&on_end).title_open = false;
+                Ok(())
+            }));
+            Ok(())
+        })
+        .text(move |chunk: &mut TextChunk<'_>| {
+            let mut s = lock(&on_text);
+            if s.title_open {
+                if let Some(title) = s.title.as_mut() {
+                    title.push(chunk.as_str(), MAX_TITLE_RAW_BYTES);
+                }
+            }
+            Ok(())
+        })
+}
+
+/// Text with ASCII whitespace runs collapsed to one space and trimmed as it is appended, so
+/// padding doesn't eat into the size cap.
+#[derive(Default)]
+struct TitleText {
+    text: String,
+    pending_space: bool,
+}
+
+impl TitleText {
+    fn push(&mut self, s: &str, max_bytes: usize) {
+        for c in s.chars() {
+            if self.text.len() >= max_bytes {
+                return;
+            }
+            if c.is_ascii_whitespace() {
+                self.pending_space = true;
+                continue;
+            }
+            if self.pending_space && !self.text.is_empty() {
+                self.text.push(' ');
+            }
+            self.pending_space = false;
+            self.text.push(c);
+        }
+    }
+}
+
+fn finish_title(raw: &str) -> Option<String> {
+    // Decoding can produce whitespace (`&#10;`), so collapse once more afterwards.
+    let mut title = TitleText::default();
+    title.push(&decode_entities(raw, false), usize::MAX);
+    let mut text = title.text;
+    if let Some((cut, _)) = text.char_indices().nth(MAX_TITLE_CHARS) {
+        text.truncate(cut);
+        text.truncate(text.trim_end_matches(' ').len());
+    }
+    (!text.is_empty()).then_some(text)
+}
+
+/// HTML's definition of whitespace (tab, LF, FF, CR, space), not Unicode's.
+fn trim_ascii_whitespace(s: &str) -> &str {
+    s.trim_matches(|c: char| c.is_ascii_whitespace())
+}
+
+fn has_skipped_scheme(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    SKIPPED_SCHEMES.iter().any(|scheme| {
+        bytes.get(scheme.len()) == Some(&b':')
+            && bytes[..scheme.len()].eq_ignore_ascii_case(scheme.as_bytes())
+    })
+}
+
+// Character references. lol_html hands out attribute values and text exactly as written,
+// entities included, so `href="?a=1&amp;b=2"` would otherwise become a different URL.
+//
+// This follows the HTML tokenizer's rules for numeric references and for the legacy names
+// that may appear without a `;` (which, inside attribute values, stay literal before `=` or
+// an alphanumeric, so `?a=1&copy=2` is left alone). Named references cover the Latin-1 set
+// plus common punctuation, not HTML's full 2,231-name table: an unknown name stays verbatim,
+// which costs a stray `&name;` in a rare title or URL, not a dependency and a 30 KB table.
+
+/// Decodes character references in `s`; borrows when there are none, as in most URLs.
+fn decode_entities(s: &str, in_attribute: bool) -> Cow<'_, str> {
+    if !s.contains('&') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(amp) = rest.find('&') {
+        out.push_str(&rest[..amp]);
+        let after = &rest[amp + 1..];
+        match decode_reference(after, in_attribute) {
+            Some((c, consumed)) => {
+                out.push(c);
+                rest = &after[consumed..];
+            }
+            None => {
+                out.push('&');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
+}
+
+/// The char referenced at the start of `s` (just past a `&`) and how many bytes spell it.
+fn decode_reference(s: &str, in_attribute: bool) -> Option<(char, usize)> {
+    let bytes = s.as_bytes();
+    if bytes.first() == Some(&b'#') {
+        let (radix, start) = match bytes.get(1) {
+            Some(b'x' | b'X') => (16, 2),
+            _ => (10, 1),
+        };
+        let digits = bytes[start..]
+            .iter()
+            .take_while(|b| char::from(**b).is_digit(radix))
+            .count();
+        if digits == 0 {
+            return None;
+        }
+        let code = u32::from_str_radix(&s[start..start + digits], radix).unwrap_or(u32::MAX);
+        let end = start + digits;
+        let end = if bytes.get(end) == Some(&b';') {
+            end + 1
+        } else {
+            end
+        };
+        return Some((numeric_reference(code), end));
+    }
+
+    let name_len = bytes
+        .iter()
+        .take_while(|b| b.is_ascii_alphanumeric())
+        .count();
+    if bytes.get(name_len) == Some(&b';') {
+        if let Some((c, _)) = named_reference(&s[..name_len]) {
+            return Some((c, name_len + 1));
+        }
+    }
+    // Without `;` only legacy names count, the longest one that prefixes the name.
+    for len in (2..=name_len.min(MAX_LEGACY_NAME_LEN)).rev() {
+        if let Some((c, true)) = named_reference(&s[..len]) {
+            let next = bytes.get(len).copied();
+            if in_attribute && next.is_some_and(|b| b == b'=' || b.is_ascii_alphanumeric()) {
+                return None;
+            }
+            return Some((c, len));
+        }
+    }
+    None
+}
+
+fn numeric_reference(code: u32) -> char {
+    // Numeric references in 0x80..=0x9F mean windows-1252, for compatibility with old pages.
+    const C1: [u16; 32] = [
+        0x20AC, 0x81, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160,
+        0x2039, 0x0152, 0x8D, 0x017D, 0x8F, 0x90, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013,
+        0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0x9D, 0x017E, 0x0178,
+    ];
+    let code = match code {
+        0x80..=0x9F => u32::from(C1[(code - 0x80) as usize]),
+        _ => code,
+    };
+    match code {
+        0 => char::REPLACEMENT_CHARACTER,
+        _ => char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER),
+    }
+}
+
+const MAX_LEGACY_NAME_LEN: usize = 6;
+
+/// Names of U+00A0..=U+00FF in order; all of them are legacy (valid without `;`).
+const LATIN1_NAMES: [&str; 96] = [
+    "nbsp", "iexcl", "cent", "pound", "curren", "yen", "brvbar", "sect", "uml", "copy", "ordf",
+    "laquo", "not", "shy", "reg", "macr", "deg", "plusmn", "sup2", "sup3", "acute", "micro",
+    "para", "middot", "cedil", "sup1", "ordm", "raquo", "frac14", "frac12", "frac34", "iquest",
+    "Agrave", "Aacute", "Acirc", "Atilde", "Auml", "Aring", "AElig", "Ccedil", "Egrave", "Eacute",
+    "Ecirc", "Euml", "Igrave", "Iacute", "Icirc", "Iuml", "ETH", "Ntilde", "Ograve", "Oacute",
+    "Ocirc", "Otilde", "Ouml", "times", "Oslash", "Ugrave", "Uacute", "Ucirc", "Uuml", "Yacute",
+    "THORN", "szlig", "agrave", "aacute", "acirc", "atilde", "auml", "aring", "aelig", "ccedil",
+    "egrave", "eacute", "ecirc", "euml", "igrave", "iacute", "icirc", "iuml", "eth", "ntilde",
+    "ograve", "oacute", "ocirc", "otilde", "ouml", "divide", "oslash", "ugrave", "uacute", "ucirc",
+    "uuml", "yacute", "thorn", "yuml",
+];
+
+/// Other names: (name, char, legacy).
+const OTHER_NAMES: [(&str, char, bool); 45] = [
+    ("amp", '&', true),
+    ("AMP", '&', true),
+    ("lt", '<', true),
+    ("LT", '<', true),
+    ("gt", '>', true),
+    ("GT", '>', true),
+    ("quot", '"', true),
+    ("QUOT", '"', true),
+    ("COPY", '©', true),
+    ("REG", '®', true),
+    ("apos", '\'', false),
+    ("ndash", '\u{2013}', false),
+    ("mdash", '\u{2014}', false),
+    ("lsquo", '\u{2018}', false),
+    ("rsquo", '\u{2019}', false),
+    ("sbquo", '\u{201A}', false),
+    ("ldquo", '\u{201C}', false),
+    ("rdquo", '\u{201D}', false),
+    ("bdquo", '\u{201E}', false),
+    ("lsaquo", '\u{2039}', false),
+    ("rsaquo", '\u{203A}', false),
+    ("hellip", '\u{2026}', false),
+    ("bull", '\u{2022}', false),
+    ("dagger", '\u{2020}', false),
+    ("Dagger", '\u{2021}', false),
+    ("permil", '\u{2030}', false),
+    ("prime", '\u{2032}', false),
+    ("euro", '\u{20AC}', false),
+    ("trade", '\u{2122}', false),
+    ("OElig", '\u{0152}', false),
+    ("oelig", '\u{0153}', false),
+    ("Scaron", '\u{0160}', false),
+    ("scaron", '\u{0161}', false),
+    ("Yuml", '\u{0178}', false),
+    ("fnof", '\u{0192}', false),
+    ("circ", '\u{02C6}', false),
+    ("tilde", '\u{02DC}', false),
+    ("ensp", '\u{2002}', false),
+    ("emsp", '\u{2003}', false),
+    ("thinsp", '\u{2009}', false),
+    ("zwnj", '\u{200C}', false),
+    ("zwj", '\u{200D}', false),
+    ("minus", '\u{2212}', false),
+    ("larr", '\u{2190}', false),
+    ("rarr", '\u{2192}', false),
+];
+
+/// The char for a reference name and whether the name is legacy.
+fn named_reference(name: &str) -> Option<(char, bool)> {
+    if let Some(i) = LATIN1_NAMES.iter().position(|n| *n == name) {
+        return char::from_u32(0xA0 + i as u32).map(|c| (c, true));
+    }
+    OTHER_NAMES
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|&(_, c, legacy)| (c, legacy))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAGE: &str = "https://example.com/dir/page.html";
+
+    fn page() -> Url {
+        Url::parse(PAGE).unwrap()
+    }
+
+    fn ex(html: &str) -> Extracted {
+        extract(&page(), None, html.as_bytes()).unwrap()
+    }
+
+    fn urls(html: &str) -> Vec<String> {
+        ex(html)
+            .links
+            .into_iter()
+            .map(|l| l.url.to_string())
+            .collect()
+    }
+
+    fn link(url: &str, kind: LinkKind, nofollow: bool) -> Link {
+        Link {
+            url: Url::parse(url).unwrap(),
+            kind,
+            nofollow,
+        }
+    }
+
+    #[test]
+    fn extractor_is_send() {
+        fn assert_send<T: Send>() {}
+        assert_send::<Extractor>();
+    }
+
+    #[test]
+    fn every_element_kind_in_document_order() {
+        let e = ex(r#"<html><head>
+            <link rel="stylesheet" href="/style.css">
+            <link rel="Canonical" href="/canon">
+            </head><body>
+            <a href="/a">a</a> <a name="no-href">x</a> <img src="/img.png">
+            <map><area href="/area"></map>
+            <iframe src="/iframe"></iframe>
+            <frameset><frame src="/frame"></frameset>
+            </body></html>"#);
+        assert_eq!(
+            e.links,
+            vec![
+                link("https://example.com/style.css", LinkKind::Link, false),
+                link("https://example.com/canon", LinkKind::Canonical, false),
+                link("https://example.com/a", LinkKind::A, false),
+                link("https://example.com/area", LinkKind::Area, false),
+                link("https://example.com/iframe", LinkKind::Iframe, false),
+                link("https://example.com/frame", LinkKind::Frame, false),
+            ]
+        );
+    }
+
+    #[test]
+    fn rel_nofollow_tokens() {
+        let e = ex(r#"
+            <a href="/1" rel="nofollow">
+            <a href="/2" rel="NoFollow noopener">
+            <a href="/3" rel="noopener&#9;nofollow">
+            <a href="/4" rel="nofollowed">
+            <a href="/5" rel="">
+            <area href="/6" rel=" nofollow ">
+            <link href="/7" rel="canonical nofollow">
+            <iframe src="/8" rel="nofollow"></iframe>"#);
+        let got: Vec<_> = e
+            .links
+            .iter()
+            .map(|l| (l.url.path(), l.kind, l.nofollow))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("/1", LinkKind::A, true),
+                ("/2", LinkKind::A, true),
+                ("/3", LinkKind::A, true),
+                ("/4", LinkKind::A, false),
+                ("/5", LinkKind::A, false),
+                ("/6", LinkKind::Area, true),
+                ("/7", LinkKind::Canonical, true),
+                // rel means nothing on an iframe.
+                ("/8", LinkKind::Iframe, false),
+            ]
+        );
+    }
+
+    #[test]
+    fn canonical_only_on_link_elements() {
+        let e = ex(r#"<a href="/x" rel="canonical">"#);
+        assert_eq!(e.links[0].kind, LinkKind::A);
+    }
+
+    #[test]
+    fn absolute_base() {
+        assert_eq!(
+            urls(r#"<base href="https://cdn.example.org/root/"><a href="x">"#),
+            ["https://cdn.example.org/root/x"]
+        );
+    }
+
+    #[test]
+    fn relative_base_resolves_against_page() {
+        assert_eq!(
+            urls(r#"<base href="../other/"><a href="x"><a href="/abs">"#),
+            ["https://example.com/other/x", "https://example.com/abs"]
+        );
+    }
+
+    #[test]
+    fn links_before_base_use_page_url() {
+        assert_eq!(
+            urls(r#"<a href="before"><base href="/b/"><a href="after">"#),
+            [
+                "https://example.com/dir/before",
+                "https://example.com/b/after"
+            ]
+        );
+    }
+
+    #[test]
+    fn only_first_base_counts() {
+        assert_eq!(
+            urls(r#"<base target="_top"><base href="/first/"><base href="/second/"><a href="x">"#),
+            ["https://example.com/first/x"]
+        );
+    }
+
+    #[test]
+    fn unparsable_base_is_ignored() {
+        assert_eq!(
+            urls(r#"<base href="http://[bad"><a href="x">"#),
+            ["https://example.com/dir/x"]
+        );
+    }
+
+    #[test]
+    fn entities_in_attributes_are_decoded() {
+        let e = ex(
+            r#"<a href="/a?x=1&amp;y=2"><a href="/b?x=1&#38;y=2&#x26;z=3"><a href="/c?a=1&copy=2&lang=en">"#,
+        );
+        assert_eq!(e.links[0].url.query(), Some("x=1&y=2"));
+        assert_eq!(e.links[1].url.query(), Some("x=1&y=2&z=3"));
+        // Legacy names before `=` stay literal inside attributes, as in browsers.
+        assert_eq!(e.links[2].url.query(), Some("a=1&copy=2&lang=en"));
+    }
+
+    #[test]
+    fn attribute_whitespace_is_trimmed() {
+        assert_eq!(urls("<a href=\"  /a \n\">"), ["https://example.com/a"]);
+        assert_eq!(urls("<a href=\"\t\r\n \">"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn skipped_schemes() {
+        let got = urls(
+            "<a href=\"javascript:void(0)\">
+             <a href=\"JavaScript:go()\">
+             <a href=\"  javascript:go()\">
+             <a href=\"java\tscript:go()\">
+             <a href=\"mailto:someone@example.com\">
+             <a href=\"TEL:+1555\">
+             <a href=\"data:text/html,hi\">
+             <a href=\"\">
+             <a href=\"http://[::1\">
+             <a href=\"ftp://files.example.com/x\">
+             <a href=\"javascript.html\">",
+        );
+        assert_eq!(
+            got,
+            [
+                "ftp://files.example.com/x",
+                "https://example.com/dir/javascript.html"
+            ]
+        );
+    }
+
+    #[test]
+    fn relative_references() {
+        assert_eq!(
+            urls(
+                r##"<a href="../x"><a href="?q"><a href="//other.host/x"><a href="#frag"><a href="y">"##
+            ),
+            [
+                "https://example.com/x",
+                "https://example.com/dir/page.html?q",
+                "https://other.host/x",
+                "https://example.com/dir/page.html#frag",
+                "https://example.com/dir/y",
+            ]
+        );
+    }
+
+    #[test]
+    fn links_in_comments_scripts_styles_and_text_are_not_links() {
+        let got = urls(
+            r#"<!-- <a href="/comment"> -->
+            <script>document.write('<a href="/script">');</script>
+            <style>/* <a href="/style"> */</style>
+            <textarea><a href="/textarea"></textarea>
+            <p>see https://example.com/plain</p>
+            <a href="/real">"#,
+        );
+        assert_eq!(got, ["https://example.com/real"]);
+    }
+
+    #[test]
+    fn title_is_decoded_and_collapsed() {
+        let e = ex(
+            "<title>\n  Tom &amp; Jerry&nbsp;&#8211;   the\t\tcartoons &notit; &bogus; </title>",
+        );
+        assert_eq!(
+            e.title.as_deref(),
+            Some("Tom & Jerry\u{a0}\u{2013} the cartoons \u{ac}it; &bogus;")
+        );
+    }
+
+    #[test]
+    fn first_html_title_wins() {
+        let e = ex("<svg><title>tooltip</title></svg><title>Real</title><title>Later</title>");
+        assert_eq!(e.title.as_deref(), Some("Real"));
+        let e = ex("<svg><g><title>tooltip</title></g></svg><p>text</p>");
+        assert_eq!(e.title, None);
+        assert_eq!(ex("<title></title><title>Later</title>").title, None);
+        assert_eq!(ex("<title>  \n </title>").title, None);
+        assert_eq!(ex("<p>no title</p>").title, None);
+    }
+
+    #[test]
+    fn long_title_is_cut_on_a_char_boundary() {
+        let html = format!("<title>{}</title>", "é".repeat(5000));
+        let title = ex(&html).title.unwrap();
+        assert_eq!(title.chars().count(), MAX_TITLE_CHARS);
+        assert!(title.chars().all(|c| c == 'é'));
+    }
+
+    #[test]
+    fn numeric_references() {
+        let d = |s: &str| decode_entities(s, false).into_owned();
+        assert_eq!(d("&#x41;&#X42;&#67"), "ABC");
+        assert_eq!(d("&#0;&#xD800;&#99999999999;"), "\u{FFFD}\u{FFFD}\u{FFFD}");
+        assert_eq!(d("&#128;&#x99;"), "\u{20AC}\u{2122}");
+        assert_eq!(d("&#; &#x; & &&amp"), "&#; &#x; & &&");
+    }
+
+    #[test]
+    fn meta_robots() {
+        let e = ex(r#"<meta name="ROBOTS" content="NOINDEX, follow">"#);
+        assert!(e.meta_noindex && !e.meta_nofollow);
+        let e = ex(r#"<meta name="robots" content="none">"#);
+        assert!(e.meta_noindex && e.meta_nofollow);
+        let e = ex(r#"<meta name="Trawl" content="nofollow">"#);
+        assert!(!e.meta_noindex && e.meta_nofollow);
+        let e = ex(r#"<meta name="robots" content="noindex,nofollow">"#);
+        assert!(e.meta_noindex && e.meta_nofollow);
+        let e = ex(
+            r#"<meta name="googlebot" content="none"><meta name="description" content="noindex">"#,
+        );
+        assert!(!e.meta_noindex && !e.meta_nofollow);
+        let e = ex(r#"<meta name="robots" content="index, follow, noarchive">"#);
+        assert!(!e.meta_noindex && !e.meta_nofollow);
+    }
+
+    /// Every kind of split: inside tag names, attribute names, attribute values, entities
+    /// and multi-byte characters (in text and in a URL).
+    const CHUNKED_DOC: &str = concat!(
+        "<!DOCTYPE html><html><head><title>Grüße – 日本 &amp; more</title>",
+        "<base href=\"/base/\"><link rel=\"canonical\" href=\"https://example.com/canon\">",
+        "<meta name=\"robots\" content=\"noindex\"></head><body>",
+        "<a href=\"/straße\" rel=\"nofollow\">x</a><a href=\"rel?x=1&amp;y=2\">y</a>",
+        "<!-- <a href=\"/comment\"> --><iframe src=\"//cdn.example.net/f\"></iframe>",
+        "<area href=../up><a href='#top'>t</a></body></html>",
+    );
+
+    fn chunked(chunks: &[&[u8]]) -> Extracted {
+        let mut x = Extractor::new(page(), Some("utf-8"));
+        for chunk in chunks {
+            x.write(chunk).unwrap();
+        }
+        x.end().unwrap()
+    }
+
+    #[test]
+    fn chunk_boundaries_do_not_matter() {
+        let doc = CHUNKED_DOC.as_bytes();
+        let whole = chunked(&[doc]);
+        assert_eq!(whole.title.as_deref(), Some("Grüße – 日本 & more"));
+        assert!(whole.meta_noindex);
+        assert_eq!(
+            whole.links,
+            vec![
+                link("https://example.com/canon", LinkKind::Canonical, false),
+                link("https://example.com/stra%C3%9Fe", LinkKind::A, true),
+                link("https://example.com/base/rel?x=1&y=2", LinkKind::A, false),
+                link("https://cdn.example.net/f", LinkKind::Iframe, false),
+                link("https://example.com/up", LinkKind::Area, false),
+                link("https://example.com/base/#top", LinkKind::A, false),
+            ]
+        );
+
+        for at in 0..=doc.len() {
+            let (head, tail) = doc.split_at(at);
+            assert_eq!(chunked(&[head, tail]), whole, "split at byte {at}");
+        }
+        let bytes: Vec<&[u8]> = doc.chunks(1).collect();
+        assert_eq!(chunked(&bytes), whole, "one byte per chunk");
+    }
+
+    #[test]
+    fn windows_1252_from_header() {
+        let e = extract(&page(), Some("windows-1252"), b"<title>caf\xe9</title>").unwrap();
+        assert_eq!(e.title.as_deref(), Some("café"));
+    }
+
+    #[test]
+    fn meta_charset_applies_only_without_header_label() {
+        let html = b"<meta charset=\"windows-1252\"><title>caf\xe9</title>";
+        let e = extract(&page(), None, html).unwrap();
+        assert_eq!(e.title.as_deref(), Some("café"));
+        let e = extract(&page(), Some("utf-8"), html).unwrap();
+        assert_eq!(e.title.as_deref(), Some("caf\u{FFFD}"));
+    }
+
+    #[test]
+    fn unknown_or_unsupported_label_means_utf8() {
+        for label in ["no-such-charset", "utf-16le", "replacement"] {
+            let e = extract(&page(), Some(label), "<title>Grüße</title>".as_bytes()).unwrap();
+            assert_eq!(e.title.as_deref(), Some("Grüße"), "label {label}");
+        }
+    }
+
+    #[test]
+    fn memory_limit_is_an_error() {
+        // A smaller limit than production keeps the debug-build test quick; the code path is
+        // the same.
+        const LIMIT: usize = 1 << 20;
+        let mut x = Extractor::with_memory_limit(page(), None, LIMIT);
+        x.write(b"<a href=\"").unwrap();
+        let chunk = vec![b'x'; 64 << 10];
+        let mut failed = false;
+        for _ in 0..(4 * LIMIT / chunk.len()) {
+            if x.write(&chunk).is_err() {
+                failed = true;
+                break;
+            }
+        }
+        assert!(failed, "a 4x-limit attribute value was accepted");
+        assert!(x.write(b"\">").is_err());
+        assert!(x.end().is_err());
+    }
+}
