@@ -1,4 +1,61 @@
-//! trawl: a site crawler.
+//! trawl: a site crawler. Give it seed URLs; it discovers and fetches every in-scope page,
+//! keeps every page and every link in a SQLite file, resumes after any interruption with
+//! nothing lost and nothing fetched twice, and exports the link graph.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), trawl::Error> {
+//! let summary = trawl::Crawler::builder()
+//!     .db("site.db")
+//!     .seed("https://example.org/")
+//!     .build()?
+//!     .run(std::future::pending())
+//!     .await?;
+//! assert_eq!(summary.outcome, trawl::Outcome::Finished);
+//! # Ok(()) }
+//! ```
+//!
+//! # Layout
+//!
+//! The data flow of `../DESIGN.md`, one concept per module:
+//!
+//! - [`crawler`]: the builder and the run loop that wires everything together.
+//! - [`config`]: every option, its default, validation and TOML.
+//! - [`url_norm`]: canonical URL keys and crawl scope (pure functions).
+//! - [`admit`]: the gate each discovered URL passes once (canonicalise, scope, visited).
+//! - [`visited`]: the visited set, keyed by 128-bit hashes of canonical keys.
+//! - [`frontier`]: per-host queues that spill to disk, and the [`frontier::dispatcher`],
+//!   the only sender into the bounded channel the workers read.
+//! - [`drain`]: the drain counter that says when the crawl is over.
+//! - [`worker`]: one page: fetch, extract while streaming, admit, record.
+//! - [`fetch`]: one HTTP request with timeouts and a body cap; no automatic redirects.
+//! - [`extract`]: streaming link extraction with lol_html.
+//! - [`store`]: the SQLite file, its single writer thread, and resume.
+//! - [`export`]: the link graph and the pages out, streaming.
+//! - [`link`]: link kinds shared by all of the above.
+//! - [`stats`]: run counters for progress and the summary.
+
+pub mod admit;
+pub mod config;
+pub mod crawler;
+pub mod drain;
+mod error;
+pub mod export;
 pub mod extract;
+pub mod fetch;
+pub mod frontier;
 pub mod link;
+pub mod stats;
+pub mod store;
 pub mod url_norm;
+pub mod visited;
+pub mod worker;
+
+pub use config::{ByteSize, CrawlConfig};
+pub use crawler::{Crawler, CrawlerBuilder, Outcome, Progress, Summary};
+pub use error::Error;
+pub use link::LinkKind;
+pub use url_norm::ScopeMode;
+pub use worker::PageEvent;
+
+/// Result with the library's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -59,7 +59,9 @@ impl LinkKind {
 
     /// Inverse of [`LinkKind::code`].
     pub fn from_code(code: i64) -> Option<LinkKind> {
-        usize::try_from(code).ok().and_then(|i| Self::ALL.get(i).copied())
+        usize::try_from(code)
+            .ok()
+            .and_then(|i| Self::ALL.get(i).copied())
     }
 }
 

@@ -284,17 +284,20 @@ pub enum SkipReason {
     MaxDepth,
     /// Found after `--max-pages` was reached.
     MaxPages,
+    /// A redirect target past `--max-redirects` hops.
+    MaxRedirects,
 }
 
 impl SkipReason {
     /// Every reason.
-    pub const ALL: [SkipReason; 6] = [
+    pub const ALL: [SkipReason; 7] = [
         SkipReason::OutOfScope,
         SkipReason::Excluded,
         SkipReason::NotIncluded,
         SkipReason::UnsupportedScheme,
         SkipReason::MaxDepth,
         SkipReason::MaxPages,
+        SkipReason::MaxRedirects,
     ];
 
     /// The stable kebab-case name stored in the database.
@@ -306,6 +309,7 @@ impl SkipReason {
             SkipReason::UnsupportedScheme => "unsupported-scheme",
             SkipReason::MaxDepth => "max-depth",
             SkipReason::MaxPages => "max-pages",
+            SkipReason::MaxRedirects => "max-redirects",
         }
     }
 }

@@ -1,0 +1,258 @@
+//! Admission: the gate every discovered URL passes once.
+//!
+//! For each link: drop the fragment, build the canonical key, hash it, look it up in the
+//! visited set. A URL seen before costs one hash and one map read and yields its id. A new
+//! URL gets an id, is checked against scope and limits, has its row written to the
+//! store's pending buffer (while its visited-set entry is locked, see `visited`), and, if
+//! it is to be fetched, is queued in the frontier with a drain guard. A page's new URLs
+//! reach the frontier in one push, so the frontier lock is taken once per page.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use dashmap::DashMap;
+use url::Url;
+
+use crate::drain::Drain;
+use crate::extract::Link;
+use crate::frontier::{Frontier, QueuedUrl};
+use crate::link::LinkKind;
+use crate::store::{Edge, HostId, NewHost, NewUrl, Pending, UrlId};
+use crate::url_norm::{canonical_key_into, host_key, key_hash, Scope, SkipReason};
+use crate::visited::Visited;
+
+/// Limits applied at admission.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Deepest depth fetched; 0 means none.
+    pub max_depth: u32,
+    /// Most URLs admitted for fetching; 0 means none.
+    pub max_pages: u64,
+    /// Most redirect hops followed from one URL.
+    pub max_redirects: u32,
+}
+
+/// Why following a redirect failed; recorded on the URL that redirected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedirectError {
+    /// The target is the URL itself or an earlier hop of the same chain.
+    Loop,
+    /// The chain is longer than `max-redirects`.
+    TooMany,
+}
+
+impl RedirectError {
+    /// The `error_kind` stored.
+    pub fn kind(self) -> &'static str {
+        match self {
+            RedirectError::Loop => "redirect-loop",
+            RedirectError::TooMany => "redirect-limit",
+        }
+    }
+}
+
+/// See the module doc.
+pub struct Gate {
+    scope: Scope,
+    limits: Limits,
+    visited: Visited,
+    hosts: DashMap<String, HostId>,
+    next_host: AtomicU32,
+    next_id: AtomicU64,
+    /// URLs admitted for fetching, for `max-pages`.
+    admitted: AtomicU64,
+    pending: Arc<Pending>,
+    frontier: Arc<Frontier>,
+    drain: Arc<Drain>,
+}
+
+impl Gate {
+    /// A gate for a fresh crawl; see [`Gate::restore`] for a resumed one.
+    pub fn new(
+        scope: Scope,
+        limits: Limits,
+        pending: Arc<Pending>,
+        frontier: Arc<Frontier>,
+        drain: Arc<Drain>,
+    ) -> Gate {
+        Gate {
+            scope,
+            limits,
+            visited: Visited::new(),
+            hosts: DashMap::new(),
+            next_host: AtomicU32::new(1),
+            next_id: AtomicU64::new(1),
+            admitted: AtomicU64::new(0),
+            pending,
+            frontier,
+            drain,
+        }
+    }
+
+    /// Record a URL known from the store (resume).
+    pub fn restore_url(&self, id: UrlId, key: &str) {
+        self.visited.insert_known(key_hash(key), id);
+        self.next_id.fetch_max(id + 1, Ordering::Relaxed);
+    }
+
+    /// Record a host known from the store (resume).
+    pub fn restore_host(&self, id: HostId, name: String) {
+        self.hosts.insert(name, id);
+        self.next_host.fetch_max(id + 1, Ordering::Relaxed);
+    }
+
+    /// Count URLs already admitted for fetching in earlier runs.
+    pub fn restore_admitted(&self, n: u64) {
+        self.admitted.store(n, Ordering::Relaxed);
+    }
+
+    /// URLs known (fetched, queued or skipped).
+    pub fn known(&self) -> usize {
+        self.visited.len()
+    }
+
+    /// Admit a seed: never filtered by scope (the user asked for it). Returns its id.
+    pub fn admit_seed(&self, url: Url) -> UrlId {
+        let mut key = String::new();
+        let mut fresh = Vec::new();
+        let id = self.admit_one(url, 0, None, Some(None), &mut key, &mut fresh);
+        self.frontier.push(fresh);
+        id
+    }
+
+    /// Admit the links of a page fetched at `depth`; returns its edges in link order.
+    pub fn admit_links(&self, from: UrlId, depth: u32, links: Vec<Link>) -> Vec<Edge> {
+        let mut key = String::with_capacity(128);
+        let mut edges = Vec::with_capacity(links.len());
+        let mut fresh = Vec::new();
+        for link in links {
+            let mut url = link.url;
+            url.set_fragment(None);
+            let dst = self.admit_one(url, depth + 1, Some(from), None, &mut key, &mut fresh);
+            edges.push(Edge {
+                dst,
+                kind: link.kind,
+                nofollow: link.nofollow,
+            });
+        }
+        self.frontier.push(fresh);
+        edges
+    }
+
+    /// Admit a redirect target of `from`: same depth, queued ahead of its host's other
+    /// URLs. The edge is always returned; the error, if any, belongs to `from`.
+    pub fn admit_redirect(
+        &self,
+        from: &QueuedUrl,
+        mut target: Url,
+    ) -> (Edge, Result<(), RedirectError>) {
+        target.set_fragment(None);
+        let too_many = from.chain.len() as u32 >= self.limits.max_redirects;
+        let forced = too_many.then_some(Some(SkipReason::MaxRedirects));
+        let mut key = String::new();
+        let mut fresh = Vec::new();
+        let dst = self.admit_one(
+            target,
+            from.depth,
+            Some(from.id),
+            forced,
+            &mut key,
+            &mut fresh,
+        );
+        for mut item in fresh {
+            item.chain = from.chain.clone();
+            item.chain.push(from.id);
+            self.frontier.push_front(item);
+        }
+        let edge = Edge {
+            dst,
+            kind: LinkKind::Redirect,
+            nofollow: false,
+        };
+        let result = if dst == from.id || from.chain.contains(&dst) {
+            Err(RedirectError::Loop)
+        } else if too_many {
+            Err(RedirectError::TooMany)
+        } else {
+            Ok(())
+        };
+        (edge, result)
+    }
+
+    /// The id of `url`, admitting it if new. `forced`: `Some(None)` admits without the
+    /// scope check, `Some(Some(r))` records it as skipped for `r`.
+    fn admit_one(
+        &self,
+        url: Url,
+        depth: u32,
+        referrer: Option<UrlId>,
+        forced: Option<Option<SkipReason>>,
+        key: &mut String,
+        fresh: &mut Vec<QueuedUrl>,
+    ) -> UrlId {
+        canonical_key_into(&url, key);
+        let hash = key_hash(key);
+        if let Some(id) = self.visited.get(hash) {
+            return id;
+        }
+        let skip = match forced {
+            Some(forced) => forced,
+            None => self.scope.check(&url, key).err().or_else(|| {
+                (self.limits.max_depth > 0 && depth > self.limits.max_depth)
+                    .then_some(SkipReason::MaxDepth)
+            }),
+        };
+        let mut queued = None;
+        let (id, _) = self.visited.get_or_admit(hash, || {
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let mut skip = skip;
+            if skip.is_none()
+                && self.limits.max_pages > 0
+                && self.admitted.fetch_add(1, Ordering::Relaxed) >= self.limits.max_pages
+            {
+                skip = Some(SkipReason::MaxPages);
+            }
+            let host = self.host_id(&url);
+            self.pending.push_url(NewUrl {
+                id,
+                host,
+                key: key.clone(),
+                url: (url.as_str() != key.as_str()).then(|| url.as_str().to_owned()),
+                depth,
+                referrer,
+                skip,
+            });
+            if skip.is_none() {
+                queued = Some(host);
+            }
+            id
+        });
+        if let Some(host) = queued {
+            fresh.push(QueuedUrl {
+                id,
+                url,
+                depth,
+                host,
+                chain: Vec::new(),
+                guard: self.drain.admit(),
+            });
+        }
+        id
+    }
+
+    fn host_id(&self, url: &Url) -> HostId {
+        let name = host_key(url);
+        if let Some(id) = self.hosts.get(&name) {
+            return *id;
+        }
+        let entry = self.hosts.entry(name);
+        let name = entry.key().clone();
+        *entry.or_insert_with(|| {
+            let id = self.next_host.fetch_add(1, Ordering::Relaxed);
+            // Under the entry's lock, like URL rows: no URL row can name the host before
+            // the host row is pending.
+            self.pending.push_host(NewHost { id, name });
+            id
+        })
+    }
+}

@@ -1,0 +1,397 @@
+//! The crawl's options: one plain struct, its defaults, validation and TOML.
+//!
+//! Every option has one name, used as the key in `config/default.toml`, as the CLI flag
+//! (`--per-host`) and as the builder method (`per_host`). This module never sees clap: the
+//! binary and the library builder both produce a [`ConfigPatch`] of the options they were
+//! given, and [`CrawlConfig::layered`] lays patches over the defaults (or over the
+//! configuration a crawl was started with, when it resumes).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::url_norm::ScopeMode;
+
+/// Options given explicitly, as TOML values keyed by option name. Later patches win.
+pub type ConfigPatch = toml::Table;
+
+/// Why a configuration could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The config file could not be read.
+    #[error("cannot read config file {path}: {source}; check the path given to --config")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The config file is not valid TOML.
+    #[error("config file {path} is not valid TOML: {message}")]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// A key is unknown or a value has the wrong type.
+    #[error("{origin}: {message}; see config/default.toml for every key and its type")]
+    Invalid {
+        /// Where the bad value came from.
+        origin: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A value is out of its allowed range.
+    #[error("{key} = {value} is out of range: {expected}")]
+    OutOfRange {
+        /// The option.
+        key: &'static str,
+        /// The value given.
+        value: String,
+        /// The allowed range.
+        expected: &'static str,
+    },
+}
+
+/// A byte count that reads as `10485760`, `"10MiB"`, `"512 KB"` or `"1g"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ByteSize(pub u64);
+
+impl FromStr for ByteSize {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        let split = s
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(s.len());
+        let (num, unit) = s.split_at(split);
+        let num: f64 = num
+            .parse()
+            .map_err(|_| format!("{s:?} is not a size; write e.g. 10MiB or 1048576"))?;
+        let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 1,
+            "k" | "kb" | "kib" => 1 << 10,
+            "m" | "mb" | "mib" => 1 << 20,
+            "g" | "gb" | "gib" => 1 << 30,
+            other => {
+                return Err(format!(
+                    "unknown size unit {other:?}; use B, KiB, MiB or GiB"
+                ))
+            }
+        };
+        Ok(ByteSize((num * mult as f64) as u64))
+    }
+}
+
+impl fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0;
+        if b >= 1 << 20 && b % (1 << 20) == 0 {
+            write!(f, "{}MiB", b >> 20)
+        } else if b >= 1 << 10 && b % (1 << 10) == 0 {
+            write!(f, "{}KiB", b >> 10)
+        } else {
+            write!(f, "{b}")
+        }
+    }
+}
+
+impl Serialize for ByteSize {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Int(u64),
+            Str(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Int(n) => Ok(ByteSize(n)),
+            Raw::Str(s) => s.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// Everything that shapes a crawl. Field names are the option names (kebab-case in TOML
+/// and on the command line). Defaults match `config/default.toml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct CrawlConfig {
+    /// Worker tasks fetching at once.
+    pub concurrency: usize,
+    /// Requests in flight to one host at once.
+    pub per_host: usize,
+    /// Bytes of (decompressed) body read per response; longer bodies are cut and the page
+    /// recorded as truncated.
+    pub max_body: ByteSize,
+    /// Time to establish a connection.
+    #[serde(with = "humantime_serde")]
+    pub connect_timeout: Duration,
+    /// Longest wait for the next bytes of a response.
+    #[serde(with = "humantime_serde")]
+    pub read_timeout: Duration,
+    /// Longest time for one whole request, body included.
+    #[serde(with = "humantime_serde")]
+    pub timeout: Duration,
+    /// Redirect hops followed from one URL before giving up.
+    pub max_redirects: u32,
+    /// Which URLs are in scope: `host` (the seeds' hosts), `domain` (their registrable
+    /// domains), `prefix` (under the seeds' directories).
+    pub scope: ScopeMode,
+    /// Regexes over the canonical URL: when any is given, only matching URLs are fetched.
+    pub include: Vec<String>,
+    /// Regexes over the canonical URL: matching URLs are never fetched.
+    pub exclude: Vec<String>,
+    /// Deepest click depth fetched (seeds are depth 0); 0 means no limit.
+    pub max_depth: u32,
+    /// Most URLs fetched in the whole crawl; 0 means no limit.
+    pub max_pages: u64,
+    /// The User-Agent header.
+    pub user_agent: String,
+    /// After a stop is asked for, how long in-flight fetches may take to finish.
+    #[serde(with = "humantime_serde")]
+    pub grace_period: Duration,
+}
+
+/// The default User-Agent: names trawl and its version.
+pub fn default_user_agent() -> String {
+    format!(
+        "trawl/{} (+https://crates.io/crates/trawl)",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+impl Default for CrawlConfig {
+    fn default() -> Self {
+        CrawlConfig {
+            concurrency: 16,
+            per_host: 8,
+            max_body: ByteSize(10 << 20),
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(30),
+            timeout: Duration::from_secs(60),
+            max_redirects: 10,
+            scope: ScopeMode::Host,
+            include: Vec::new(),
+            exclude: Vec::new(),
+            max_depth: 0,
+            max_pages: 0,
+            user_agent: default_user_agent(),
+            grace_period: Duration::from_secs(10),
+        }
+    }
+}
+
+impl CrawlConfig {
+    /// Lay `patches` in order over `base` (a stored configuration, or the defaults when
+    /// `None`), then validate. `origins` names each patch for error messages.
+    pub fn layered(
+        base: Option<&CrawlConfig>,
+        patches: &[(&str, &ConfigPatch)],
+    ) -> Result<CrawlConfig, ConfigError> {
+        let mut table = match base {
+            Some(c) => c.to_table(),
+            None => ConfigPatch::new(),
+        };
+        for (origin, patch) in patches {
+            // Check each patch alone first so an error names where the bad key came from.
+            toml::Value::Table((*patch).clone())
+                .try_into::<CrawlConfig>()
+                .map_err(|e| ConfigError::Invalid {
+                    origin: origin.to_string(),
+                    message: e.message().to_string(),
+                })?;
+            for (k, v) in patch.iter() {
+                table.insert(k.clone(), v.clone());
+            }
+        }
+        let config: CrawlConfig =
+            toml::Value::Table(table)
+                .try_into()
+                .map_err(|e: toml::de::Error| ConfigError::Invalid {
+                    origin: "configuration".into(),
+                    message: e.message().to_string(),
+                })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Read a TOML file as a patch (keys are checked when it is layered).
+    pub fn read_patch(path: &Path) -> Result<ConfigPatch, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        text.parse::<ConfigPatch>()
+            .map_err(|e| ConfigError::Syntax {
+                path: path.to_owned(),
+                message: e.to_string().trim().replace('\n', " "),
+            })
+    }
+
+    /// This configuration as TOML text (what `trawl` stores with a crawl).
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("CrawlConfig always serialises")
+    }
+
+    /// Parse what [`CrawlConfig::to_toml`] wrote.
+    pub fn from_toml(text: &str) -> Result<CrawlConfig, ConfigError> {
+        let config: CrawlConfig = toml::from_str(text).map_err(|e| ConfigError::Invalid {
+            origin: "stored configuration".into(),
+            message: e.message().to_string(),
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn to_table(&self) -> ConfigPatch {
+        match toml::Value::try_from(self).expect("CrawlConfig always serialises") {
+            toml::Value::Table(t) => t,
+            _ => unreachable!("a struct serialises to a table"),
+        }
+    }
+
+    /// Check every value is in range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        fn range<T: PartialOrd + fmt::Display>(
+            key: &'static str,
+            v: T,
+            lo: T,
+            hi: T,
+            expected: &'static str,
+        ) -> Result<(), ConfigError> {
+            if v < lo || v > hi {
+                return Err(ConfigError::OutOfRange {
+                    key,
+                    value: v.to_string(),
+                    expected,
+                });
+            }
+            Ok(())
+        }
+        range(
+            "concurrency",
+            self.concurrency,
+            1,
+            10_000,
+            "from 1 to 10000",
+        )?;
+        range("per-host", self.per_host, 1, 10_000, "from 1 to 10000")?;
+        range(
+            "max-body",
+            self.max_body,
+            ByteSize(1024),
+            ByteSize(4 << 30),
+            "from 1KiB to 4GiB",
+        )?;
+        range("max-redirects", self.max_redirects, 0, 100, "from 0 to 100")?;
+        for (key, d) in [
+            ("connect-timeout", self.connect_timeout),
+            ("read-timeout", self.read_timeout),
+            ("timeout", self.timeout),
+        ] {
+            if d.is_zero() {
+                return Err(ConfigError::OutOfRange {
+                    key,
+                    value: "0s".into(),
+                    expected: "more than 0s, e.g. \"10s\"",
+                });
+            }
+        }
+        if self.user_agent.trim().is_empty()
+            || reqwest::header::HeaderValue::from_str(&self.user_agent).is_err()
+        {
+            return Err(ConfigError::OutOfRange {
+                key: "user-agent",
+                value: format!("{:?}", self.user_agent),
+                expected: "a non-empty header value of visible ASCII",
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn patch(text: &str) -> ConfigPatch {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn default_toml_documents_the_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/default.toml");
+        let p = CrawlConfig::read_patch(&path).unwrap();
+        let c = CrawlConfig::layered(None, &[("default.toml", &p)]).unwrap();
+        assert_eq!(c, CrawlConfig::default());
+        // Every option is documented there.
+        let all = CrawlConfig::default().to_table();
+        for key in all.keys() {
+            if key != "include" && key != "exclude" {
+                assert!(p.contains_key(key), "config/default.toml lacks {key}");
+            }
+        }
+    }
+
+    #[test]
+    fn later_patches_win() {
+        let file = patch("concurrency = 4\nper-host = 2");
+        let flags = patch("concurrency = 9");
+        let c = CrawlConfig::layered(None, &[("file", &file), ("flags", &flags)]).unwrap();
+        assert_eq!((c.concurrency, c.per_host), (9, 2));
+    }
+
+    #[test]
+    fn stored_config_is_the_base_on_resume() {
+        let stored = CrawlConfig {
+            concurrency: 3,
+            max_pages: 50,
+            ..CrawlConfig::default()
+        };
+        let text = stored.to_toml();
+        let back = CrawlConfig::from_toml(&text).unwrap();
+        assert_eq!(back, stored);
+        let c = CrawlConfig::layered(Some(&back), &[("flags", &patch("max-pages = 70"))]).unwrap();
+        assert_eq!((c.concurrency, c.max_pages), (3, 70));
+    }
+
+    #[test]
+    fn unknown_key_and_bad_values_are_errors() {
+        let e = CrawlConfig::layered(None, &[("x.toml", &patch("concurency = 4"))]).unwrap_err();
+        assert!(e.to_string().contains("concurency"), "{e}");
+        assert!(e.to_string().starts_with("x.toml"), "{e}");
+        let e = CrawlConfig::layered(None, &[("f", &patch("concurrency = 0"))]).unwrap_err();
+        assert!(matches!(
+            e,
+            ConfigError::OutOfRange {
+                key: "concurrency",
+                ..
+            }
+        ));
+        let e = CrawlConfig::layered(None, &[("f", &patch("timeout = \"soon\""))]).unwrap_err();
+        assert!(matches!(e, ConfigError::Invalid { .. }), "{e}");
+        let e = CrawlConfig::layered(None, &[("f", &patch("scope = \"planet\""))]).unwrap_err();
+        assert!(matches!(e, ConfigError::Invalid { .. }), "{e}");
+    }
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!("10MiB".parse::<ByteSize>().unwrap(), ByteSize(10 << 20));
+        assert_eq!("512 kb".parse::<ByteSize>().unwrap(), ByteSize(512 << 10));
+        assert_eq!("2048".parse::<ByteSize>().unwrap(), ByteSize(2048));
+        assert!("ten".parse::<ByteSize>().is_err());
+        assert!("5 parsecs".parse::<ByteSize>().is_err());
+        let c = CrawlConfig::layered(None, &[("f", &patch("max-body = 4096"))]).unwrap();
+        assert_eq!(c.max_body, ByteSize(4096));
+    }
+}

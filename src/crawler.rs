@@ -1,0 +1,524 @@
+//! The crawl loop: seeds in, a finished (or resumable) SQLite file out.
+//!
+//! [`Crawler::builder`] opens the store, decides between a new crawl, a resumed one and a
+//! finished one, and settles the configuration; [`Crawler::run`] wires the frontier,
+//! dispatcher, workers and store writer together and runs until the drain counter reaches
+//! zero or the `shutdown` future completes.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use url::Url;
+
+use crate::admit::{Gate, Limits};
+use crate::config::{ByteSize, ConfigPatch, CrawlConfig};
+use crate::drain::Drain;
+use crate::fetch::Fetcher;
+use crate::frontier::dispatcher::Dispatcher;
+use crate::frontier::{Frontier, FrontierCounts};
+use crate::stats::{RunCounts, Stats};
+use crate::store::{now_ms, OpenMode, Pending, SqliteStore, StoreWriter};
+use crate::url_norm::{parse_seed, Scope, ScopeMode};
+use crate::worker::{PageEvent, PageHook, Worker};
+use crate::Error;
+
+/// Builds a [`Crawler`]: where to store the crawl, what to crawl, and any options that
+/// differ from the defaults (or, when resuming, from the stored configuration).
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), trawl::Error> {
+/// let summary = trawl::Crawler::builder()
+///     .db("site.db")
+///     .seed("https://example.org/")
+///     .concurrency(32)
+///     .per_host(4)
+///     .build()?
+///     .run(async { tokio::signal::ctrl_c().await.ok(); })
+///     .await?;
+/// println!("{} pages", summary.run.pages);
+/// # Ok(()) }
+/// ```
+#[derive(Default)]
+pub struct CrawlerBuilder {
+    db: Option<PathBuf>,
+    seeds: Vec<String>,
+    config_files: Vec<PathBuf>,
+    options: ConfigPatch,
+    recrawl: bool,
+    hook: Option<PageHook>,
+}
+
+macro_rules! option_setters {
+    ($($(#[$doc:meta])* $name:ident : $ty:ty => $key:literal, $conv:expr;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(mut self, value: $ty) -> Self {
+                #[allow(clippy::redundant_closure_call)]
+                let v: toml::Value = ($conv)(value);
+                self.options.insert($key.to_string(), v);
+                self
+            }
+        )*
+    };
+}
+
+fn duration(d: Duration) -> toml::Value {
+    toml::Value::String(humantime::format_duration(d).to_string())
+}
+
+fn int(n: u64) -> toml::Value {
+    toml::Value::Integer(n.min(i64::MAX as u64) as i64)
+}
+
+impl CrawlerBuilder {
+    /// The SQLite file holding the crawl (created if missing).
+    pub fn db(mut self, path: impl Into<PathBuf>) -> Self {
+        self.db = Some(path.into());
+        self
+    }
+
+    /// Add a seed URL (`https://example.org/`; a bare `example.org` means https).
+    pub fn seed(mut self, url: impl Into<String>) -> Self {
+        self.seeds.push(url.into());
+        self
+    }
+
+    /// Add several seeds.
+    pub fn seeds<I: IntoIterator<Item = S>, S: Into<String>>(mut self, urls: I) -> Self {
+        self.seeds.extend(urls.into_iter().map(Into::into));
+        self
+    }
+
+    /// Read options from a TOML file (keys as in `config/default.toml`); options set on
+    /// the builder win over it.
+    pub fn config_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.config_files.push(path.into());
+        self
+    }
+
+    /// Set options from a TOML table (as the CLI does with its flags).
+    pub fn options(mut self, patch: ConfigPatch) -> Self {
+        self.options.extend(patch);
+        self
+    }
+
+    /// When the file holds a finished crawl, start it again from the seeds (the previous
+    /// results in the file are discarded).
+    pub fn recrawl(mut self, yes: bool) -> Self {
+        self.recrawl = yes;
+        self
+    }
+
+    /// Call `hook` for every fetched URL. A panic in the hook is caught and recorded as
+    /// the page's error; it never stops the crawl.
+    pub fn on_page(mut self, hook: impl Fn(&PageEvent<'_>) + Send + Sync + 'static) -> Self {
+        self.hook = Some(Arc::new(hook));
+        self
+    }
+
+    option_setters! {
+        /// Worker tasks fetching at once (`concurrency`).
+        concurrency: usize => "concurrency", |v: usize| int(v as u64);
+        /// Requests in flight to one host (`per-host`).
+        per_host: usize => "per-host", |v: usize| int(v as u64);
+        /// Body bytes read per response (`max-body`).
+        max_body: u64 => "max-body", |v: u64| toml::Value::String(ByteSize(v).to_string());
+        /// Time to connect (`connect-timeout`).
+        connect_timeout: Duration => "connect-timeout", duration;
+        /// Longest wait for the next bytes (`read-timeout`).
+        read_timeout: Duration => "read-timeout", duration;
+        /// Longest time for a whole request (`timeout`).
+        timeout: Duration => "timeout", duration;
+        /// Redirect hops followed from one URL (`max-redirects`).
+        max_redirects: u32 => "max-redirects", |v: u32| int(v.into());
+        /// Which URLs are in scope (`scope`).
+        scope: ScopeMode => "scope", |v: ScopeMode| toml::Value::String(v.as_str().into());
+        /// Only fetch URLs matching one of these regexes (`include`).
+        include: Vec<String> => "include", |v: Vec<String>| toml::Value::Array(v.into_iter().map(toml::Value::String).collect());
+        /// Never fetch URLs matching one of these regexes (`exclude`).
+        exclude: Vec<String> => "exclude", |v: Vec<String>| toml::Value::Array(v.into_iter().map(toml::Value::String).collect());
+        /// Deepest click depth fetched, 0 for none (`max-depth`).
+        max_depth: u32 => "max-depth", |v: u32| int(v.into());
+        /// Most URLs fetched, 0 for none (`max-pages`).
+        max_pages: u64 => "max-pages", int;
+        /// The User-Agent header (`user-agent`).
+        user_agent: String => "user-agent", toml::Value::String;
+        /// Time in-flight fetches get after a stop is asked for (`grace-period`).
+        grace_period: Duration => "grace-period", duration;
+    }
+
+    /// Open the store and settle seeds and configuration. Nothing is fetched yet.
+    pub fn build(self) -> Result<Crawler, Error> {
+        let db = self.db.ok_or(Error::NoDb)?;
+        let seeds = self
+            .seeds
+            .iter()
+            .map(|s| parse_seed(s))
+            .collect::<Result<Vec<Url>, _>>()?;
+        let mut patches = Vec::new();
+        for path in &self.config_files {
+            patches.push((path.display().to_string(), CrawlConfig::read_patch(path)?));
+        }
+        patches.push(("options".to_string(), self.options));
+        let patch_refs: Vec<(&str, &ConfigPatch)> =
+            patches.iter().map(|(o, p)| (o.as_str(), p)).collect();
+
+        let mut store = SqliteStore::open(&db, OpenMode::Crawl)?;
+        let existing = store.crawl()?;
+        let (config, mut all_seeds, status) = match existing {
+            None => {
+                if seeds.is_empty() {
+                    return Err(Error::NoSeeds {
+                        db: db.display().to_string(),
+                    });
+                }
+                let config = CrawlConfig::layered(None, &patch_refs)?;
+                (config, Vec::new(), Start::New)
+            }
+            Some(row) => {
+                let stored = CrawlConfig::from_toml(&row.config)?;
+                let config = CrawlConfig::layered(Some(&stored), &patch_refs)?;
+                let status = match (row.finished_at.is_some(), self.recrawl) {
+                    (true, false) => Start::Finished,
+                    (true, true) => {
+                        store.clear_for_recrawl()?;
+                        Start::New
+                    }
+                    (false, _) => Start::Resume,
+                };
+                let stored_seeds = row
+                    .seeds
+                    .iter()
+                    .filter_map(|s| Url::parse(s).ok())
+                    .collect();
+                (config, stored_seeds, status)
+            }
+        };
+        for s in seeds {
+            if !all_seeds.contains(&s) {
+                all_seeds.push(s);
+            }
+        }
+        // A finished crawl is reported, not touched.
+        if status != Start::Finished {
+            let seed_strings: Vec<String> = all_seeds.iter().map(|u| u.to_string()).collect();
+            store.write_crawl(&seed_strings, &config.to_toml())?;
+        }
+        let scope = Scope::new(&all_seeds, config.scope, &config.include, &config.exclude)?;
+        let fetcher = Fetcher::new(&config)?;
+        Ok(Crawler {
+            store,
+            config,
+            seeds: all_seeds,
+            scope,
+            fetcher,
+            start: status,
+            hook: self.hook,
+            progress: Progress::new(),
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    New,
+    Resume,
+    Finished,
+}
+
+/// A crawl ready to run. See [`CrawlerBuilder`].
+pub struct Crawler {
+    store: SqliteStore,
+    config: CrawlConfig,
+    seeds: Vec<Url>,
+    scope: Scope,
+    fetcher: Fetcher,
+    start: Start,
+    hook: Option<PageHook>,
+    progress: Progress,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The frontier drained: every in-scope URL was fetched. The file is marked finished.
+    Finished,
+    /// Stopped by the shutdown future; run again to resume.
+    Interrupted,
+    /// The file already held a finished crawl; nothing was fetched.
+    AlreadyFinished,
+}
+
+/// What [`Crawler::run`] reports.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    /// How the run ended.
+    pub outcome: Outcome,
+    /// Whether this run continued an earlier one.
+    pub resumed: bool,
+    /// Counts for this run.
+    pub run: RunCounts,
+    /// URLs known to the crawl (all runs): fetched, queued and skipped.
+    pub known_urls: u64,
+    /// URLs still queued.
+    pub queued: u64,
+}
+
+/// A live view of a running crawl, for progress displays. Cheap to clone.
+#[derive(Clone)]
+pub struct Progress {
+    stats: Arc<Stats>,
+    frontier: Arc<std::sync::OnceLock<Arc<Frontier>>>,
+    started: Instant,
+}
+
+/// One reading of [`Progress`].
+#[derive(Debug, Clone, Default)]
+pub struct ProgressSnapshot {
+    /// This run's counts.
+    pub run: RunCounts,
+    /// Frontier counts.
+    pub frontier: FrontierCounts,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        Progress {
+            stats: Arc::new(Stats::default()),
+            frontier: Arc::new(std::sync::OnceLock::new()),
+            started: Instant::now(),
+        }
+    }
+
+    /// Read the counters now.
+    pub fn snapshot(&self) -> ProgressSnapshot {
+        ProgressSnapshot {
+            run: self.stats.snapshot(self.started.elapsed()),
+            frontier: self.frontier.get().map(|f| f.counts()).unwrap_or_default(),
+        }
+    }
+}
+
+impl Crawler {
+    /// Start building a crawler.
+    pub fn builder() -> CrawlerBuilder {
+        CrawlerBuilder::default()
+    }
+
+    /// The configuration this run uses.
+    pub fn config(&self) -> &CrawlConfig {
+        &self.config
+    }
+
+    /// The seeds of the crawl (stored ones and any added now).
+    pub fn seeds(&self) -> &[Url] {
+        &self.seeds
+    }
+
+    /// Whether this run continues an unfinished crawl.
+    pub fn is_resume(&self) -> bool {
+        self.start == Start::Resume
+    }
+
+    /// Whether the file holds a finished crawl (so `run` will do nothing).
+    pub fn is_finished(&self) -> bool {
+        self.start == Start::Finished
+    }
+
+    /// A live view of the counters, usable while `run` is in progress.
+    pub fn progress(&self) -> Progress {
+        self.progress.clone()
+    }
+
+    /// Crawl until every in-scope URL is fetched or `shutdown` completes. After a
+    /// shutdown, fetches under way get the configured grace period to finish; everything
+    /// finished is committed, and running again with the same file resumes.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<Summary, Error> {
+        let Crawler {
+            mut store,
+            config,
+            seeds,
+            scope,
+            fetcher,
+            start,
+            hook,
+            progress,
+        } = self;
+        if start == Start::Finished {
+            return Ok(Summary {
+                outcome: Outcome::AlreadyFinished,
+                resumed: false,
+                run: progress.stats.snapshot(Duration::ZERO),
+                known_urls: count(&store, "SELECT count(*) FROM urls")?,
+                queued: 0,
+            });
+        }
+        store.mark_running(true)?;
+
+        let wake = Arc::new(Notify::new());
+        let pending = Arc::new(Pending::default());
+        let frontier = Arc::new(Frontier::new(
+            config.per_host,
+            pending.clone(),
+            wake.clone(),
+        ));
+        let _ = progress.frontier.set(frontier.clone());
+        let drain = Drain::new(0, wake.clone());
+        let limits = Limits {
+            max_depth: config.max_depth,
+            max_pages: config.max_pages,
+            max_redirects: config.max_redirects,
+        };
+        let gate = Arc::new(Gate::new(
+            scope,
+            limits,
+            pending.clone(),
+            frontier.clone(),
+            drain.clone(),
+        ));
+
+        // Rebuild the visited set and the frontier from the store.
+        let resumed = store.resume(|id, key| gate.restore_url(id, key))?;
+        for (id, name) in resumed.hosts {
+            gate.restore_host(id, name);
+        }
+        gate.restore_admitted(resumed.admitted);
+        let mut queued_total = 0;
+        for (host, n) in resumed.queued_per_host {
+            queued_total += n;
+            frontier.add_spilled(host, n);
+        }
+        // Spilled URLs keep their counts without guard objects.
+        for _ in 0..queued_total {
+            drain.admit().spill();
+        }
+        tracing::info!(
+            known = gate.known(),
+            queued = queued_total,
+            resumed = start == Start::Resume,
+            "crawl starting"
+        );
+
+        let (writer_thread, writer) = StoreWriter::spawn(store, pending.clone());
+        for seed in &seeds {
+            gate.admit_seed(seed.clone());
+        }
+
+        let cancel = CancellationToken::new();
+        let (tx, rx) = async_channel::bounded(config.concurrency);
+        let worker = Arc::new(Worker {
+            fetcher,
+            gate: gate.clone(),
+            frontier: frontier.clone(),
+            writer: writer.clone(),
+            stats: progress.stats.clone(),
+            cancel: cancel.clone(),
+            hook,
+        });
+        let mut workers = tokio::task::JoinSet::new();
+        for _ in 0..config.concurrency {
+            workers.spawn(worker.clone().run(rx.clone()));
+        }
+        drop(rx);
+        drop(worker);
+        let dispatcher = Dispatcher {
+            frontier: frontier.clone(),
+            drain: drain.clone(),
+            writer: writer.clone(),
+            wake: wake.clone(),
+            cancel: cancel.clone(),
+        };
+        let mut dispatch = tokio::spawn(dispatcher.run(tx));
+
+        tokio::pin!(shutdown);
+        let mut interrupted = false;
+        let dispatched = tokio::select! {
+            r = &mut dispatch => r,
+            _ = &mut shutdown => {
+                interrupted = true;
+                tracing::info!("stop requested: finishing fetches under way");
+                cancel.cancel();
+                dispatch.await
+            }
+        };
+        let dispatch_error = match dispatched {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(Error::Store(e)),
+            Err(join) => Some(Error::Internal(format!("dispatcher failed: {join}"))),
+        };
+        if dispatch_error.is_some() {
+            cancel.cancel();
+        }
+        // The dispatcher dropped the channel's sender: workers finish what they hold.
+        let grace = tokio::time::sleep(config.grace_period);
+        tokio::pin!(grace);
+        loop {
+            tokio::select! {
+                next = workers.join_next() => match next {
+                    None => break,
+                    Some(Err(e)) if e.is_panic() => tracing::error!("worker task panicked: {e}"),
+                    Some(_) => {}
+                },
+                _ = &mut grace, if cancel.is_cancelled() => {
+                    tracing::warn!(left = workers.len(), "grace period over: abandoning fetches under way (they stay queued)");
+                    workers.abort_all();
+                    while workers.join_next().await.is_some() {}
+                    break;
+                }
+            }
+        }
+        drop(writer);
+        drop(gate);
+        let store = tokio::task::spawn_blocking(move || writer_thread.join())
+            .await
+            .map_err(|e| Error::Internal(format!("store writer panicked: {e}")))??;
+        if let Some(e) = dispatch_error {
+            let _ = store.mark_running(false);
+            return Err(e);
+        }
+        let finished = !cancel.is_cancelled() && drain.count() == 0;
+        if finished {
+            store
+                .conn()
+                .execute("UPDATE crawl SET finished_at = ?1 WHERE id = 1", [now_ms()])
+                .map_err(|e| {
+                    Error::Store(crate::store::StoreError::Sqlite {
+                        path: store.path().display().to_string(),
+                        source: e,
+                    })
+                })?;
+        }
+        store.mark_running(false)?;
+        let queued = count(&store, "SELECT count(*) FROM urls WHERE state = 0")?;
+        let known_urls = count(&store, "SELECT count(*) FROM urls")?;
+        Ok(Summary {
+            outcome: if finished {
+                Outcome::Finished
+            } else {
+                let _ = interrupted;
+                Outcome::Interrupted
+            },
+            resumed: start == Start::Resume,
+            run: progress.stats.snapshot(progress.started.elapsed()),
+            known_urls,
+            queued,
+        })
+    }
+}
+
+fn count(store: &SqliteStore, sql: &str) -> Result<u64, Error> {
+    store
+        .conn()
+        .query_row(sql, [], |r| r.get::<_, i64>(0))
+        .map(|n| n as u64)
+        .map_err(|e| {
+            Error::Store(crate::store::StoreError::Sqlite {
+                path: store.path().display().to_string(),
+                source: e,
+            })
+        })
+}

@@ -1,0 +1,52 @@
+//! The library's top-level error: one variant per module boundary, each message saying
+//! what the user can do.
+
+use crate::config::ConfigError;
+use crate::fetch::FetchError;
+use crate::store::StoreError;
+use crate::url_norm::UrlError;
+
+/// Everything that can stop a crawl from starting or finishing.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A seed or pattern is unusable.
+    #[error(transparent)]
+    Url(#[from] UrlError),
+    /// The configuration is unusable.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The database is unusable.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The HTTP client could not be built.
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
+    /// No database path was given to the builder.
+    #[error("no database given; set one with --db FILE")]
+    NoDb,
+    /// A new crawl needs at least one seed.
+    #[error("{db} holds no crawl yet; give at least one seed URL, e.g. trawl crawl https://example.org/ --db {db}")]
+    NoSeeds {
+        /// The database path.
+        db: String,
+    },
+    /// A bug in trawl.
+    #[error("internal error: {0}; please report it")]
+    Internal(String),
+}
+
+impl Error {
+    /// Whether the error is the user's to fix (bad input), as opposed to a failure while
+    /// crawling. The CLI exits 2 for these.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            Error::Url(_) | Error::Config(_) | Error::NoDb | Error::NoSeeds { .. } => true,
+            Error::Store(e) => !matches!(
+                e,
+                StoreError::DiskFull { .. } | StoreError::WriterGone | StoreError::Sqlite { .. }
+            ),
+            Error::Fetch(_) => true,
+            Error::Internal(_) => false,
+        }
+    }
+}

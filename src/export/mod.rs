@@ -1,0 +1,1 @@
+//! Export: see submodules.

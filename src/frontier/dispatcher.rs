@@ -1,0 +1,94 @@
+//! The dispatcher: the only sender into the bounded channel the workers receive from.
+//!
+//! Workers never send into that channel (they push discovered URLs into the frontier,
+//! which never blocks), so however many links a page has, a full channel cannot deadlock
+//! the crawl. The dispatcher waits on one `Notify` for anything that may make a URL
+//! dispatchable (a push, a released slot, a refill) or end the crawl (the drain counter
+//! at zero), and re-checks everything each time it wakes, so a missed wake-up is
+//! impossible: `Notify` keeps one permit for a wake that comes while it is busy.
+
+use std::sync::Arc;
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::{Frontier, QueuedUrl, REFILL_BATCH};
+use crate::drain::Drain;
+use crate::store::{StoreError, WriterHandle};
+
+/// What the dispatcher needs.
+pub struct Dispatcher {
+    /// The queues.
+    pub frontier: Arc<Frontier>,
+    /// Ends the crawl at zero.
+    pub drain: Arc<Drain>,
+    /// Reads spilled URLs back.
+    pub writer: WriterHandle,
+    /// Wakes the dispatcher.
+    pub wake: Arc<Notify>,
+    /// Stops dispatching.
+    pub cancel: CancellationToken,
+}
+
+impl Dispatcher {
+    /// Feed `tx` until the frontier drains or the crawl is cancelled. Returns an error
+    /// only when the store failed while reading queued URLs back.
+    pub async fn run(self, tx: async_channel::Sender<QueuedUrl>) -> Result<(), StoreError> {
+        let (refill_err_tx, mut refill_err) = tokio::sync::mpsc::unbounded_channel();
+        loop {
+            let notified = self.wake.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Ok(e) = refill_err.try_recv() {
+                return Err(e);
+            }
+            if self.cancel.is_cancelled() || self.drain.count() == 0 {
+                return Ok(());
+            }
+            for host in self.frontier.take_refill_requests() {
+                let writer = self.writer.clone();
+                let frontier = self.frontier.clone();
+                let drain = self.drain.clone();
+                let errs = refill_err_tx.clone();
+                tokio::spawn(async move {
+                    match writer.refill(host, REFILL_BATCH).await {
+                        Ok(rows) => {
+                            let consumed = rows.len();
+                            let items = rows
+                                .into_iter()
+                                .filter_map(|r| {
+                                    // Adopt first: a row that no longer parses still
+                                    // releases its count.
+                                    let guard = drain.adopt();
+                                    Some(QueuedUrl {
+                                        id: r.id,
+                                        url: url::Url::parse(&r.url).ok()?,
+                                        depth: r.depth,
+                                        host,
+                                        chain: Vec::new(),
+                                        guard,
+                                    })
+                                })
+                                .collect();
+                            frontier.refilled(host, items, consumed);
+                        }
+                        Err(e) => {
+                            let _ = errs.send(e);
+                        }
+                    }
+                });
+            }
+            if let Some(item) = self.frontier.pop() {
+                tokio::select! {
+                    sent = tx.send(item) => if sent.is_err() { return Ok(()) },
+                    _ = self.cancel.cancelled() => return Ok(()),
+                }
+                continue;
+            }
+            tokio::select! {
+                _ = notified => {}
+                _ = self.cancel.cancelled() => return Ok(()),
+            }
+        }
+    }
+}

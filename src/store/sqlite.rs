@@ -1,0 +1,444 @@
+//! Opening a trawl SQLite file: refuse what is not ours, migrate, lock, and read back what
+//! a resumed crawl needs.
+//!
+//! Nothing here ever rewrites a file it did not create: a foreign or damaged file is
+//! reported and left alone. The lock is an advisory `flock` on the database file itself,
+//! held for the life of the crawl, so a second `trawl crawl` on the same file is refused
+//! while readers (`trawl export`) are not; SQLite's own locks are POSIX record locks, which
+//! on Linux do not interact with `flock`.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
+
+use super::{now_ms, HostId, StoreError, UrlId, UrlState};
+
+/// `PRAGMA application_id` of a trawl file ("trwl").
+const APPLICATION_ID: i64 = 0x7472_776c;
+
+/// Schema migrations, in order; `PRAGMA user_version` is the number applied.
+const MIGRATIONS: &[&str] = &[include_str!("../../migrations/0001_init.sql")];
+
+/// How a store is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// For crawling: created if missing, migrated, locked against other crawlers.
+    Crawl,
+    /// For reading (export, report): must exist; never written.
+    Read,
+}
+
+/// The `crawl` row.
+#[derive(Debug, Clone)]
+pub struct CrawlRow {
+    /// Seed URLs as given.
+    pub seeds: Vec<String>,
+    /// TOML of the configuration.
+    pub config: String,
+    /// When the crawl started.
+    pub started_at: i64,
+    /// When the frontier drained, if it did.
+    pub finished_at: Option<i64>,
+    /// The process crawling now, as last recorded.
+    pub running_pid: Option<i64>,
+}
+
+/// What a resumed crawl starts from, besides the visited set.
+#[derive(Debug, Default)]
+pub struct Resumed {
+    /// Every host: id and name.
+    pub hosts: Vec<(HostId, String)>,
+    /// Queued URLs per host (all of them on disk, in the spill table).
+    pub queued_per_host: HashMap<HostId, u64>,
+    /// Largest URL id in use.
+    pub max_url_id: Option<UrlId>,
+    /// URLs that were admitted for fetching (not skipped): what `max-pages` counts.
+    pub admitted: u64,
+    /// Rows by state.
+    pub done: u64,
+    /// Rows that failed.
+    pub failed: u64,
+}
+
+/// An open trawl database.
+pub struct SqliteStore {
+    pub(super) conn: Connection,
+    pub(super) path: PathBuf,
+    /// Holds the crawl lock while alive.
+    pub(super) _lock: Option<File>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl SqliteStore {
+    /// Open (and for [`OpenMode::Crawl`], create, migrate and lock) the file at `path`.
+    pub fn open(path: &Path, mode: OpenMode) -> Result<SqliteStore, StoreError> {
+        let shown = path.display().to_string();
+        let exists = path.exists();
+        if mode == OpenMode::Read && !exists {
+            return Err(StoreError::Open {
+                path: shown,
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "no such file; give the --db of an existing crawl",
+                ),
+            });
+        }
+        if exists {
+            check_header(path)?;
+        }
+        let lock = match mode {
+            OpenMode::Crawl => Some(take_lock(path)?),
+            OpenMode::Read => None,
+        };
+        let flags = match mode {
+            OpenMode::Crawl => OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
+            OpenMode::Read => OpenFlags::SQLITE_OPEN_READ_ONLY,
+        } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| classify(&shown, e))?;
+        let mut store = SqliteStore {
+            conn,
+            path: path.to_owned(),
+            _lock: lock,
+        };
+        store.check_ours()?;
+        if mode == OpenMode::Crawl {
+            store.configure()?;
+            store.migrate()?;
+        } else if store.user_version()? == 0 {
+            return Err(StoreError::NotTrawl { path: shown });
+        }
+        Ok(store)
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The connection, for readers (export, report).
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    pub(super) fn err(&self, e: rusqlite::Error) -> StoreError {
+        classify(&self.path.display().to_string(), e)
+    }
+
+    fn user_version(&self) -> Result<i64, StoreError> {
+        self.conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| self.err(e))
+    }
+
+    fn check_ours(&self) -> Result<(), StoreError> {
+        let app: i64 = self
+            .conn
+            .query_row("PRAGMA application_id", [], |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        let tables: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        if app != APPLICATION_ID && tables > 0 {
+            return Err(StoreError::NotTrawl {
+                path: self.path.display().to_string(),
+            });
+        }
+        let version = self.user_version()?;
+        if version > MIGRATIONS.len() as i64 {
+            return Err(StoreError::TooNew {
+                path: self.path.display().to_string(),
+                found: version,
+                supported: MIGRATIONS.len() as i64,
+            });
+        }
+        Ok(())
+    }
+
+    fn configure(&self) -> Result<(), StoreError> {
+        // WAL: readers (export, status) never block the writer. NORMAL: a commit is not
+        // fsynced, so a power cut may lose the last few batches but never corrupts; a
+        // killed process loses nothing that was committed.
+        let mode: String = self
+            .conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::ReadOnly {
+                path: self.path.display().to_string(),
+                detail: format!("could not switch to WAL journal (got {mode})"),
+            });
+        }
+        self.conn
+            .execute_batch(
+                "PRAGMA synchronous = NORMAL;
+                 PRAGMA temp_store = MEMORY;
+                 PRAGMA cache_size = -32768;",
+            )
+            .map_err(|e| self.err(e))?;
+        self.conn
+            .busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        let version = self.user_version()? as usize;
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
+            let tx = self
+                .conn
+                .transaction()
+                .map_err(|e| classify_path(&self.path, e))?;
+            tx.execute_batch(sql)
+                .and_then(|_| {
+                    tx.execute_batch(&format!(
+                        "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {}",
+                        i + 1
+                    ))
+                })
+                .and_then(|_| tx.commit())
+                .map_err(|e| classify_path(&self.path, e))?;
+        }
+        Ok(())
+    }
+
+    /// The crawl row, if a crawl was started in this file.
+    pub fn crawl(&self) -> Result<Option<CrawlRow>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT seeds, config, started_at, finished_at, running_pid FROM crawl WHERE id = 1",
+                [],
+                |r| {
+                    let seeds: String = r.get(0)?;
+                    Ok(CrawlRow {
+                        seeds: serde_json::from_str(&seeds).unwrap_or_default(),
+                        config: r.get(1)?,
+                        started_at: r.get(2)?,
+                        finished_at: r.get(3)?,
+                        running_pid: r.get(4)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// Record a new crawl (or replace the seeds and configuration of this one).
+    pub fn write_crawl(&self, seeds: &[String], config_toml: &str) -> Result<(), StoreError> {
+        let seeds = serde_json::to_string(seeds).expect("strings serialise");
+        let now = now_ms();
+        self.conn
+            .execute(
+                "INSERT INTO crawl (id, seeds, config, trawl_version, started_at, updated_at)
+                 VALUES (1, ?1, ?2, ?3, ?4, ?4)
+                 ON CONFLICT (id) DO UPDATE SET seeds = ?1, config = ?2, trawl_version = ?3",
+                params![seeds, config_toml, env!("CARGO_PKG_VERSION"), now],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Mark the crawl as run by this process (shown by the "in use" error of others).
+    pub fn mark_running(&self, running: bool) -> Result<(), StoreError> {
+        let pid = running.then(|| i64::from(std::process::id()));
+        self.conn
+            .execute(
+                "UPDATE crawl SET running_pid = ?1, finished_at = CASE WHEN ?2 THEN NULL ELSE finished_at END WHERE id = 1",
+                params![pid, running],
+            )
+            .map(drop)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Forget every URL and edge: `--recrawl` starts the crawl again in the same file.
+    pub fn clear_for_recrawl(&mut self) -> Result<(), StoreError> {
+        let now = now_ms();
+        self.conn
+            .execute_batch(&format!(
+                "BEGIN; DELETE FROM edges; DELETE FROM spill; DELETE FROM urls; DELETE FROM hosts;
+                 UPDATE crawl SET finished_at = NULL, started_at = {now}, updated_at = {now}; COMMIT;"
+            ))
+            .map_err(|e| self.err(e))
+    }
+
+    /// Prepare an unfinished crawl to continue: every queued URL goes to the spill table
+    /// (the frontier refills its in-memory queues from there), and `visit` is called with
+    /// the id and canonical key of every known URL so the caller can rebuild the visited
+    /// set.
+    pub fn resume(&mut self, mut visit: impl FnMut(UrlId, &str)) -> Result<Resumed, StoreError> {
+        let path = self.path.clone();
+        let e = |e| classify_path(&path, e);
+        let tx = self.conn.transaction().map_err(e)?;
+        tx.execute_batch(
+            "DELETE FROM spill;
+             INSERT INTO spill (host_id, url_id)
+                 SELECT host_id, id FROM urls WHERE state = 0 ORDER BY depth, id;",
+        )
+        .map_err(e)?;
+        tx.commit().map_err(e)?;
+
+        let mut out = Resumed::default();
+        {
+            let mut st = self.conn.prepare("SELECT id, name FROM hosts").map_err(e)?;
+            let rows = st
+                .query_map([], |r| Ok((r.get::<_, i64>(0)? as HostId, r.get(1)?)))
+                .map_err(e)?;
+            for row in rows {
+                out.hosts.push(row.map_err(e)?);
+            }
+            let mut st = self
+                .conn
+                .prepare("SELECT host_id, count(*) FROM spill GROUP BY host_id")
+                .map_err(e)?;
+            let rows = st
+                .query_map([], |r| {
+                    Ok((r.get::<_, i64>(0)? as HostId, r.get::<_, i64>(1)? as u64))
+                })
+                .map_err(e)?;
+            for row in rows {
+                let (h, n) = row.map_err(e)?;
+                out.queued_per_host.insert(h, n);
+            }
+            let mut st = self
+                .conn
+                .prepare("SELECT id, key, state FROM urls")
+                .map_err(e)?;
+            let mut rows = st.query([]).map_err(e)?;
+            while let Some(r) = rows.next().map_err(e)? {
+                let id = r.get::<_, i64>(0).map_err(e)? as UrlId;
+                let key = r.get_ref(1).map_err(e)?.as_str().map_err(|x| e(x.into()))?;
+                visit(id, key);
+                out.max_url_id = Some(out.max_url_id.map_or(id, |m| m.max(id)));
+                match UrlState::from_code(r.get(2).map_err(e)?) {
+                    Some(UrlState::Skipped) => {}
+                    Some(UrlState::Done) => {
+                        out.admitted += 1;
+                        out.done += 1
+                    }
+                    Some(UrlState::Failed) => {
+                        out.admitted += 1;
+                        out.failed += 1
+                    }
+                    _ => out.admitted += 1,
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// `PRAGMA integrity_check`: "ok" when the file is sound.
+    pub fn integrity_check(&self) -> Result<String, StoreError> {
+        self.conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .map_err(|e| self.err(e))
+    }
+}
+
+fn check_header(path: &Path) -> Result<(), StoreError> {
+    let shown = path.display().to_string();
+    let mut f = File::open(path).map_err(|source| StoreError::Open {
+        path: shown.clone(),
+        source,
+    })?;
+    let mut head = [0u8; 16];
+    let n = f.read(&mut head).map_err(|source| StoreError::Open {
+        path: shown.clone(),
+        source,
+    })?;
+    // An empty file is a database SQLite has not written yet; anything else must carry
+    // SQLite's magic, or SQLite might decide to treat it as empty and overwrite it.
+    if n > 0 && (n < 16 || &head != b"SQLite format 3\0") {
+        return Err(StoreError::Corrupt {
+            path: shown,
+            detail: "it does not start with the SQLite header".into(),
+        });
+    }
+    Ok(())
+}
+
+fn take_lock(path: &Path) -> Result<File, StoreError> {
+    let shown = path.display().to_string();
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|source| match source.kind() {
+            std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
+                StoreError::ReadOnly {
+                    path: shown.clone(),
+                    detail: source.to_string(),
+                }
+            }
+            _ => StoreError::Open {
+                path: shown.clone(),
+                source,
+            },
+        })?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let pid = running_pid(path)
+                .map(|p| format!(" (pid {p})"))
+                .unwrap_or_default();
+            Err(StoreError::Locked { path: shown, pid })
+        }
+        Err(std::fs::TryLockError::Error(source)) => Err(StoreError::Open {
+            path: shown,
+            source,
+        }),
+    }
+}
+
+fn running_pid(path: &Path) -> Option<i64> {
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).ok()?;
+    conn.query_row("SELECT running_pid FROM crawl WHERE id = 1", [], |r| {
+        r.get(0)
+    })
+    .ok()
+    .flatten()
+}
+
+fn classify_path(path: &Path, e: rusqlite::Error) -> StoreError {
+    classify(&path.display().to_string(), e)
+}
+
+/// Turn a SQLite error into one that tells the user what to do.
+pub(super) fn classify(path: &str, e: rusqlite::Error) -> StoreError {
+    let code = match &e {
+        rusqlite::Error::SqliteFailure(f, _) => Some(f.code),
+        _ => None,
+    };
+    match code {
+        Some(ErrorCode::NotADatabase) | Some(ErrorCode::DatabaseCorrupt) => StoreError::Corrupt {
+            path: path.into(),
+            detail: e.to_string(),
+        },
+        Some(ErrorCode::ReadOnly)
+        | Some(ErrorCode::CannotOpen)
+        | Some(ErrorCode::PermissionDenied) => StoreError::ReadOnly {
+            path: path.into(),
+            detail: e.to_string(),
+        },
+        Some(ErrorCode::DiskFull) => StoreError::DiskFull { path: path.into() },
+        Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => StoreError::Locked {
+            path: path.into(),
+            pid: String::new(),
+        },
+        _ => StoreError::Sqlite {
+            path: path.into(),
+            source: e,
+        },
+    }
+}

@@ -1,0 +1,278 @@
+//! The store writer: one thread owns the connection and commits batched transactions.
+//!
+//! SQLite is fast when given big transactions and prepared statements, and slow when
+//! given one transaction per row; so the writer takes every message already waiting (up
+//! to a bound) into one transaction. A page's result and its edges are one message, hence
+//! always in one transaction; the URL rows they mention come from [`Pending`], drained
+//! before each message (see the module doc of `store`).
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rusqlite::{params, Transaction};
+use tokio::sync::{mpsc, oneshot};
+
+use super::{
+    now_ms, sqlite::classify, HostId, PageRecord, Pending, PendingRows, Refilled, SqliteStore,
+    StoreError, UrlState,
+};
+
+/// Messages sent per transaction at most, and the longest a transaction stays open while
+/// more keep arriving: bounds both the loss window of a power cut and commit latency.
+const MAX_BATCH: usize = 4096;
+const MAX_BATCH_TIME: Duration = Duration::from_millis(200);
+
+/// Depth of the message queue: enough to absorb bursts, small enough that a stalled disk
+/// soon holds the workers back.
+const QUEUE: usize = 1024;
+
+enum WriteOp {
+    Page(Box<PageRecord>),
+    Refill {
+        host: HostId,
+        limit: usize,
+        reply: oneshot::Sender<Vec<Refilled>>,
+    },
+    Flush(oneshot::Sender<()>),
+}
+
+/// Sends work to the writer thread. Cheap to clone; the writer ends when every handle is
+/// dropped.
+#[derive(Clone)]
+pub struct WriterHandle {
+    tx: mpsc::Sender<WriteOp>,
+}
+
+/// The writer thread; [`StoreWriter::join`] returns the store once every handle is gone.
+pub struct StoreWriter {
+    thread: JoinHandle<Result<SqliteStore, StoreError>>,
+}
+
+impl StoreWriter {
+    /// Start the writer thread on `store`.
+    pub fn spawn(store: SqliteStore, pending: Arc<Pending>) -> (StoreWriter, WriterHandle) {
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let thread = std::thread::Builder::new()
+            .name("trawl-store".into())
+            .spawn(move || run(store, rx, &pending))
+            .expect("spawning the store thread");
+        (StoreWriter { thread }, WriterHandle { tx })
+    }
+
+    /// Wait for the writer to commit everything sent and stop. Every [`WriterHandle`] must
+    /// have been dropped, or this waits for ever.
+    pub fn join(self) -> Result<SqliteStore, StoreError> {
+        self.thread.join().unwrap_or(Err(StoreError::WriterGone))
+    }
+
+    /// Whether the writer has stopped (on an error, or because every handle is gone).
+    pub fn is_finished(&self) -> bool {
+        self.thread.is_finished()
+    }
+}
+
+impl WriterHandle {
+    /// Queue a fetched page's result and edges.
+    pub async fn page(&self, record: PageRecord) -> Result<(), StoreError> {
+        self.tx
+            .send(WriteOp::Page(Box::new(record)))
+            .await
+            .map_err(|_| StoreError::WriterGone)
+    }
+
+    /// Take up to `limit` of `host`'s queued URLs off disk, oldest first.
+    pub async fn refill(&self, host: HostId, limit: usize) -> Result<Vec<Refilled>, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(WriteOp::Refill { host, limit, reply })
+            .await
+            .map_err(|_| StoreError::WriterGone)?;
+        rx.await.map_err(|_| StoreError::WriterGone)
+    }
+
+    /// Wait until everything sent and pending so far is committed.
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(WriteOp::Flush(reply))
+            .await
+            .map_err(|_| StoreError::WriterGone)?;
+        rx.await.map_err(|_| StoreError::WriterGone)
+    }
+}
+
+fn run(
+    mut store: SqliteStore,
+    mut rx: mpsc::Receiver<WriteOp>,
+    pending: &Pending,
+) -> Result<SqliteStore, StoreError> {
+    let path = store.path.display().to_string();
+    let err = |e| classify(&path, e);
+    loop {
+        let first = rx.blocking_recv();
+        let closing = first.is_none();
+        let tx = store.conn.transaction().map_err(err)?;
+        let mut acks = Vec::new();
+        if let Some(first) = first {
+            apply(&tx, first, pending, &mut acks).map_err(err)?;
+            let start = Instant::now();
+            let mut n = 1;
+            while n < MAX_BATCH && start.elapsed() < MAX_BATCH_TIME {
+                match rx.try_recv() {
+                    Ok(op) => apply(&tx, op, pending, &mut acks).map_err(err)?,
+                    Err(_) => break,
+                }
+                n += 1;
+            }
+        }
+        write_pending(&tx, pending).map_err(err)?;
+        tx.execute("UPDATE crawl SET updated_at = ?1 WHERE id = 1", [now_ms()])
+            .map_err(err)?;
+        tx.commit().map_err(err)?;
+        for ack in acks {
+            let _ = ack.send(());
+        }
+        if closing {
+            return Ok(store);
+        }
+    }
+}
+
+fn apply(
+    tx: &Transaction<'_>,
+    op: WriteOp,
+    pending: &Pending,
+    acks: &mut Vec<oneshot::Sender<()>>,
+) -> rusqlite::Result<()> {
+    // Every row this message can mention was pushed to `pending` before the message was
+    // sent; write those first.
+    write_pending(tx, pending)?;
+    match op {
+        WriteOp::Page(rec) => write_page(tx, &rec),
+        WriteOp::Refill { host, limit, reply } => {
+            let rows = take_spilled(tx, host, limit)?;
+            let _ = reply.send(rows);
+            Ok(())
+        }
+        WriteOp::Flush(ack) => {
+            acks.push(ack);
+            Ok(())
+        }
+    }
+}
+
+fn write_pending(tx: &Transaction<'_>, pending: &Pending) -> rusqlite::Result<()> {
+    let Some(PendingRows {
+        hosts,
+        urls,
+        spills,
+    }) = pending.take()
+    else {
+        return Ok(());
+    };
+    if !hosts.is_empty() {
+        let mut st = tx.prepare_cached("INSERT INTO hosts (id, name) VALUES (?1, ?2)")?;
+        for h in &hosts {
+            st.execute(params![h.id, h.name])?;
+        }
+    }
+    if !urls.is_empty() {
+        let mut st = tx.prepare_cached(
+            "INSERT INTO urls (id, key, url, host_id, depth, state, skip_reason, referrer)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?;
+        for u in &urls {
+            let state = if u.skip.is_some() {
+                UrlState::Skipped
+            } else {
+                UrlState::Queued
+            };
+            st.execute(params![
+                u.id as i64,
+                u.key,
+                u.url,
+                u.host,
+                u.depth,
+                state as i64,
+                u.skip.map(|s| s.as_str()),
+                u.referrer.map(|r| r as i64),
+            ])?;
+        }
+    }
+    if !spills.is_empty() {
+        let mut st = tx.prepare_cached("INSERT INTO spill (host_id, url_id) VALUES (?1, ?2)")?;
+        for (h, u) in &spills {
+            st.execute(params![h, *u as i64])?;
+        }
+    }
+    Ok(())
+}
+
+fn write_page(tx: &Transaction<'_>, rec: &PageRecord) -> rusqlite::Result<()> {
+    let state = if rec.failed {
+        UrlState::Failed
+    } else {
+        UrlState::Done
+    };
+    let mut st = tx.prepare_cached(
+        "UPDATE urls SET state = ?2, status = ?3, content_type = ?4, size = ?5, truncated = ?6,
+                title = ?7, fetched_at = ?8, fetch_ms = ?9, error_kind = ?10, error = ?11
+         WHERE id = ?1",
+    )?;
+    let changed = st.execute(params![
+        rec.id as i64,
+        state as i64,
+        rec.status,
+        rec.content_type,
+        rec.size.map(|s| s as i64),
+        rec.truncated,
+        rec.title,
+        rec.fetched_at,
+        rec.fetch_ms as i64,
+        rec.error_kind,
+        rec.error,
+    ])?;
+    debug_assert_eq!(changed, 1, "page {} has no row", rec.id);
+    let mut st =
+        tx.prepare_cached("INSERT INTO edges (src, dst, kind, nofollow) VALUES (?1, ?2, ?3, ?4)")?;
+    for e in &rec.edges {
+        st.execute(params![
+            rec.id as i64,
+            e.dst as i64,
+            e.kind.code(),
+            e.nofollow
+        ])?;
+    }
+    Ok(())
+}
+
+fn take_spilled(
+    tx: &Transaction<'_>,
+    host: HostId,
+    limit: usize,
+) -> rusqlite::Result<Vec<Refilled>> {
+    let mut st = tx.prepare_cached(
+        "SELECT s.seq, u.id, coalesce(u.url, u.key), u.depth
+         FROM spill s JOIN urls u ON u.id = s.url_id
+         WHERE s.host_id = ?1 ORDER BY s.seq LIMIT ?2",
+    )?;
+    let mut out = Vec::new();
+    let mut last_seq = None;
+    let mut rows = st.query(params![host, limit as i64])?;
+    while let Some(r) = rows.next()? {
+        // Every spilled URL is queued: it cannot be dispatched before it is read back.
+        last_seq = Some(r.get::<_, i64>(0)?);
+        out.push(Refilled {
+            id: r.get::<_, i64>(1)? as u64,
+            url: r.get(2)?,
+            depth: r.get(3)?,
+        });
+    }
+    drop(rows);
+    if let Some(seq) = last_seq {
+        tx.prepare_cached("DELETE FROM spill WHERE host_id = ?1 AND seq <= ?2")?
+            .execute(params![host, seq])?;
+    }
+    Ok(out)
+}

@@ -1,0 +1,325 @@
+//! A worker: one page at a time, fetch, extract while the body streams in, admit the
+//! links, and hand the result to the store writer.
+//!
+//! Whatever happens to a page (an HTTP error, a network error, a body over the cap, a
+//! panic in trawl or in the user's page hook), the worker records a result for it and
+//! frees its host slot, and the page's drain guard is dropped: nothing can leave the crawl
+//! waiting for a page that will never finish.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures_util::FutureExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::admit::Gate;
+use crate::extract::Extractor;
+use crate::fetch::{Fetcher, Response};
+use crate::frontier::{Frontier, QueuedUrl};
+use crate::stats::Stats;
+use crate::store::{now_ms, HostId, PageRecord, WriterHandle};
+
+/// What a page hook sees: one fetched URL and its result.
+#[derive(Debug)]
+pub struct PageEvent<'a> {
+    /// The URL fetched.
+    pub url: &'a url::Url,
+    /// Its click depth.
+    pub depth: u32,
+    /// What will be stored for it.
+    pub record: &'a PageRecord,
+}
+
+/// Called for every fetched URL, from the worker that fetched it.
+pub type PageHook = Arc<dyn Fn(&PageEvent<'_>) + Send + Sync>;
+
+/// Non-HTML bodies up to this size are read (and discarded) so the connection can be
+/// reused; larger ones are recorded by their `Content-Length` and not downloaded.
+const READ_OTHER_UP_TO: u64 = 1 << 20;
+
+/// Everything a worker shares with the others.
+pub struct Worker {
+    /// HTTP client.
+    pub fetcher: Fetcher,
+    /// Admission of discovered URLs.
+    pub gate: Arc<Gate>,
+    /// Per-host slots.
+    pub frontier: Arc<Frontier>,
+    /// Where results go.
+    pub writer: WriterHandle,
+    /// Run counters.
+    pub stats: Arc<Stats>,
+    /// Set when the crawl stops.
+    pub cancel: CancellationToken,
+    /// The user's page hook.
+    pub hook: Option<PageHook>,
+}
+
+/// Frees a host slot however the page ends.
+struct Slot<'a> {
+    frontier: &'a Frontier,
+    host: HostId,
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.frontier.release(self.host);
+    }
+}
+
+impl Worker {
+    /// Take pages from `rx` until it closes.
+    pub async fn run(self: Arc<Self>, rx: async_channel::Receiver<QueuedUrl>) {
+        while let Ok(item) = rx.recv().await {
+            let _slot = Slot {
+                frontier: &self.frontier,
+                host: item.host,
+            };
+            if self.cancel.is_cancelled() {
+                // Stays queued in the store; fetched on resume.
+                continue;
+            }
+            let record = match AssertUnwindSafe(self.page(&item)).catch_unwind().await {
+                Ok(record) => record,
+                Err(panic) => PageRecord {
+                    id: item.id,
+                    failed: true,
+                    fetched_at: now_ms(),
+                    error_kind: Some("panic"),
+                    error: Some(panic_message(&panic)),
+                    ..PageRecord::default()
+                },
+            };
+            self.stats.record(&record);
+            if self.writer.page(record).await.is_err() {
+                // The store stopped on an error; the crawl reports it.
+                self.cancel.cancel();
+            }
+            // `item` (its drain guard) drops only now, after its result is queued.
+            drop(item);
+        }
+    }
+
+    async fn page(&self, item: &QueuedUrl) -> PageRecord {
+        let start = Instant::now();
+        let mut rec = PageRecord {
+            id: item.id,
+            fetched_at: now_ms(),
+            ..PageRecord::default()
+        };
+        match self.fetcher.get(&item.url).await {
+            Ok(resp) => self.response(item, resp, &mut rec).await,
+            Err(e) => fail(&mut rec, e.kind(), e.to_string()),
+        }
+        rec.fetch_ms = start.elapsed().as_millis() as u64;
+        if let Some(hook) = &self.hook {
+            hook(&PageEvent {
+                url: &item.url,
+                depth: item.depth,
+                record: &rec,
+            });
+        }
+        rec
+    }
+
+    async fn response(&self, item: &QueuedUrl, mut resp: Response, rec: &mut PageRecord) {
+        rec.status = Some(resp.status().as_u16());
+        rec.content_type = resp.content_type().map(str::to_owned);
+        if resp.status().is_redirection() {
+            if let Some(location) = resp.location() {
+                match item.url.join(location.trim()) {
+                    Ok(target) => {
+                        let (edge, followed) = self.gate.admit_redirect(item, target);
+                        rec.edges.push(edge);
+                        if let Err(e) = followed {
+                            let msg = match e {
+                                crate::admit::RedirectError::Loop => {
+                                    format!("redirect loop back to {location}")
+                                }
+                                crate::admit::RedirectError::TooMany => {
+                                    format!("more than {} redirects", item.chain.len())
+                                }
+                            };
+                            fail(rec, e.kind(), msg);
+                        }
+                    }
+                    Err(e) => fail(
+                        rec,
+                        "bad-location",
+                        format!("unusable Location {location:?}: {e}"),
+                    ),
+                }
+                rec.size = resp.content_length();
+                return;
+            }
+        }
+        let html = rec.content_type.as_deref().map(is_html);
+        match html {
+            Some(true) => self.html(item, resp, rec, None).await,
+            Some(false) => other(resp, rec).await,
+            None => {
+                // No Content-Type: look at the first bytes, as browsers do.
+                match resp.chunk().await {
+                    Ok(Some(first)) if looks_like_html(&first) => {
+                        self.html(item, resp, rec, Some(first)).await
+                    }
+                    Ok(first) => {
+                        let n = first.map_or(0, |c| c.len() as u64);
+                        rec.size = Some(n);
+                        other(resp, rec).await;
+                        rec.size = rec.size.map(|s| s + n);
+                    }
+                    Err(e) => fail(rec, e.kind(), e.to_string()),
+                }
+            }
+        }
+    }
+
+    async fn html(
+        &self,
+        item: &QueuedUrl,
+        mut resp: Response,
+        rec: &mut PageRecord,
+        first: Option<bytes::Bytes>,
+    ) {
+        let charset = rec.content_type.as_deref().and_then(charset_of);
+        let mut extractor = Extractor::new(item.url.clone(), charset);
+        let mut parse_error = None;
+        let mut size = 0u64;
+        if let Some(first) = first {
+            size += first.len() as u64;
+            if let Err(e) = extractor.write(&first) {
+                parse_error = Some(e);
+            }
+        }
+        while parse_error.is_none() {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => {
+                    size += chunk.len() as u64;
+                    if let Err(e) = extractor.write(&chunk) {
+                        parse_error = Some(e);
+                    }
+                }
+                Ok(None) => {
+                    if let Err(e) = resp.probe_past_cap().await {
+                        fail(rec, e.kind(), e.to_string());
+                    }
+                    break;
+                }
+                Err(e) => {
+                    // Keep the links read so far; the page is recorded as failed.
+                    fail(rec, e.kind(), e.to_string());
+                    break;
+                }
+            }
+        }
+        rec.size = Some(size);
+        rec.truncated = resp.truncated();
+        let extracted = match parse_error {
+            Some(e) => Err(e),
+            None => extractor.end(),
+        };
+        match extracted {
+            Ok(x) => {
+                rec.title = x.title;
+                rec.edges = self.gate.admit_links(item.id, item.depth, x.links);
+            }
+            Err(e) => fail(rec, "parse", e.to_string()),
+        }
+    }
+}
+
+async fn other(mut resp: Response, rec: &mut PageRecord) {
+    if let Some(len) = resp.content_length() {
+        if len > READ_OTHER_UP_TO {
+            rec.size = Some(len);
+            return;
+        }
+    }
+    loop {
+        match resp.chunk().await {
+            Ok(Some(_)) => {}
+            Ok(None) => break,
+            Err(e) => {
+                fail(rec, e.kind(), e.to_string());
+                break;
+            }
+        }
+    }
+    if let Err(e) = resp.probe_past_cap().await {
+        fail(rec, e.kind(), e.to_string());
+    }
+    rec.size = Some(resp.bytes_read());
+    rec.truncated = resp.truncated();
+}
+
+fn fail(rec: &mut PageRecord, kind: &'static str, message: String) {
+    rec.failed = true;
+    rec.error_kind = Some(kind);
+    rec.error = Some(message);
+}
+
+/// HTML and XHTML media types: the only ones trawl parses.
+fn is_html(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    essence.eq_ignore_ascii_case("text/html")
+        || essence.eq_ignore_ascii_case("application/xhtml+xml")
+}
+
+/// The `charset` parameter of a Content-Type.
+fn charset_of(content_type: &str) -> Option<&str> {
+    content_type.split(';').skip(1).find_map(|p| {
+        let (k, v) = p.split_once('=')?;
+        k.trim()
+            .eq_ignore_ascii_case("charset")
+            .then(|| v.trim().trim_matches('"'))
+    })
+}
+
+fn looks_like_html(first: &[u8]) -> bool {
+    let start = first
+        .strip_prefix(b"\xEF\xBB\xBF")
+        .unwrap_or(first)
+        .iter()
+        .position(|b| !b.is_ascii_whitespace());
+    let Some(start) = start else { return false };
+    let head: Vec<u8> = first[start..]
+        .iter()
+        .take(14)
+        .map(u8::to_ascii_lowercase)
+        .collect();
+    head.starts_with(b"<!doctype html")
+        || head.starts_with(b"<html")
+        || head.starts_with(b"<head")
+        || head.starts_with(b"<body")
+        || head.starts_with(b"<!--")
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    let msg = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    format!("panicked: {msg}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_types() {
+        assert!(is_html("text/html; charset=utf-8"));
+        assert!(is_html("Application/XHTML+XML"));
+        assert!(!is_html("application/pdf"));
+        assert_eq!(
+            charset_of("text/html; Charset=\"Shift_JIS\""),
+            Some("Shift_JIS")
+        );
+        assert_eq!(charset_of("text/html"), None);
+        assert!(looks_like_html(b"\xEF\xBB\xBF  <!DOCTYPE HTML><p>"));
+        assert!(!looks_like_html(b"%PDF-1.4"));
+    }
+}

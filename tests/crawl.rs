@@ -1,0 +1,190 @@
+//! End-to-end crawls of a generated site on 127.0.0.1, through the library.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use support::{db, Expected, SiteServer, SiteSpec, NEVER_FETCHED};
+use trawl::{Crawler, Outcome};
+
+/// Compare what was stored with what the site generator knows. Depths are compared only
+/// when `depths` is set: with one worker trawl fetches in exact breadth-first order, with
+/// several a URL's recorded depth is the depth at which it was first discovered, which
+/// can be one more than the shortest path.
+fn assert_matches(expected: &Expected, got: &db::Crawled, depths: bool) {
+    assert_eq!(got.integrity, "ok");
+    assert!(got.duplicate_keys.is_empty(), "{:?}", got.duplicate_keys);
+    assert!(got.queued.is_empty(), "left queued: {:?}", got.queued);
+    let want: BTreeMap<_, _> = expected
+        .fetched
+        .iter()
+        .map(|(k, p)| {
+            (
+                k.clone(),
+                (Some(p.status), if depths { p.depth } else { 0 }),
+            )
+        })
+        .collect();
+    let have: BTreeMap<_, _> = got
+        .fetched
+        .iter()
+        .map(|(k, (s, d, _, _))| (k.clone(), (*s, if depths { *d } else { 0 })))
+        .collect();
+    let diff: Vec<_> = want
+        .keys()
+        .chain(have.keys())
+        .filter(|k| want.get(*k) != have.get(*k))
+        .map(|k| format!("{k}: want {:?} have {:?}", want.get(k), have.get(k)))
+        .collect();
+    assert!(
+        diff.is_empty(),
+        "fetched pages (status, depth) differ:\n{}",
+        diff.join("\n")
+    );
+    let skipped: std::collections::BTreeSet<_> = got.skipped.keys().cloned().collect();
+    assert_eq!(skipped, expected.skipped, "skipped URLs");
+    assert_eq!(got.edges, expected.edges, "edge multiset");
+}
+
+fn assert_fetched_once(server: &SiteServer, expected: &Expected) {
+    let base = server.base();
+    let counts = server.hit_counts();
+    for path in NEVER_FETCHED {
+        assert_eq!(counts.get(*path), None, "{path} must never be fetched");
+    }
+    for key in expected.fetched.keys() {
+        let path = key.strip_prefix(&base).unwrap();
+        assert_eq!(counts.get(path), Some(&1), "{path} fetched once");
+    }
+    let total: usize = counts
+        .iter()
+        .filter(|(p, _)| p.as_str() != "/robots.txt")
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(
+        total,
+        expected.fetched.len(),
+        "no other requests: {counts:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crawl_stores_exactly_the_reachable_site() {
+    let server = SiteServer::start(support::Site::generate(&SiteSpec::small())).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("site.db");
+    let summary = Crawler::builder()
+        .db(&path)
+        .seed(format!("{}/", server.base()))
+        .concurrency(4)
+        .build()
+        .unwrap()
+        .run(std::future::pending())
+        .await
+        .unwrap();
+    assert_eq!(summary.outcome, Outcome::Finished);
+    let expected = server.expected();
+    let got = db::read(&path);
+    assert_matches(&expected, &got, false);
+    assert!(got.finished);
+    assert_fetched_once(&server, &expected);
+    // The loop is reported on the hop that closes it.
+    let loop_b = &got.fetched[&format!("{}/loop/b", server.base())];
+    assert_eq!(loop_b.3.as_deref(), Some("redirect-loop"));
+    assert_eq!(summary.run.pages as usize, expected.fetched.len());
+
+    // Crawling a finished file again does nothing.
+    server.clear_log();
+    let again = Crawler::builder()
+        .db(&path)
+        .build()
+        .unwrap()
+        .run(std::future::pending())
+        .await
+        .unwrap();
+    assert_eq!(again.outcome, Outcome::AlreadyFinished);
+    assert!(server.hits().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_worker_crawls_breadth_first() {
+    let server = SiteServer::start(support::Site::generate(&SiteSpec::small())).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bfs.db");
+    Crawler::builder()
+        .db(&path)
+        .seed(format!("{}/", server.base()))
+        .concurrency(1)
+        .build()
+        .unwrap()
+        .run(std::future::pending())
+        .await
+        .unwrap();
+    assert_matches(&server.expected(), &db::read(&path), true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crawl_whose_pages_all_fail_still_ends() {
+    // A port nobody listens on: every fetch is refused.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fail.db");
+    let summary = tokio::time::timeout(
+        Duration::from_secs(60),
+        Crawler::builder()
+            .db(&path)
+            .seed(format!("http://127.0.0.1:{port}/"))
+            .seed(format!("http://127.0.0.1:{port}/other"))
+            .build()
+            .unwrap()
+            .run(std::future::pending()),
+    )
+    .await
+    .expect("the crawl ends")
+    .unwrap();
+    assert_eq!(summary.outcome, Outcome::Finished);
+    assert_eq!(summary.run.failed, 2);
+    let got = db::read(&path);
+    assert!(got
+        .fetched
+        .values()
+        .all(|f| f.3.as_deref() == Some("connect")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_page_hook_does_not_hang_the_crawl() {
+    let server = SiteServer::start(support::Site::generate(&SiteSpec::small())).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("panic.db");
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let summary = tokio::time::timeout(
+        Duration::from_secs(60),
+        Crawler::builder()
+            .db(&path)
+            .seed(format!("{}/", server.base()))
+            .on_page(move |ev| {
+                c.fetch_add(1, Ordering::Relaxed);
+                if ev.url.path() == "/p/5" {
+                    panic!("hook refuses /p/5");
+                }
+            })
+            .build()
+            .unwrap()
+            .run(std::future::pending()),
+    )
+    .await
+    .expect("the crawl ends")
+    .unwrap();
+    assert_eq!(summary.outcome, Outcome::Finished);
+    let got = db::read(&path);
+    let p5 = &got.fetched[&format!("{}/p/5", server.base())];
+    assert_eq!(p5.3.as_deref(), Some("panic"));
+    assert_eq!(got.fetched.len(), server.expected().fetched.len());
+    assert_eq!(calls.load(Ordering::Relaxed), got.fetched.len());
+}
