@@ -1,1 +1,215 @@
-fn main() {}
+//! The `trawl` binary: parses the command line, runs the library, reports, exits with a
+//! documented code. All crawling lives in the library.
+
+mod cli;
+mod exit_codes;
+mod progress;
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Parser;
+
+use cli::{Cli, Command, CrawlArgs, ExportArgs, LogFormat};
+use exit_codes::{BAD_INPUT, FAILED, INTERRUPTED, SUCCESS};
+use trawl::store::{OpenMode, SqliteStore};
+use trawl::{Crawler, Outcome};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { BAD_INPUT } else { SUCCESS };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match cli.command {
+        Command::Crawl(args) => crawl(*args),
+        Command::Export(args) => export(args),
+    }
+}
+
+fn fail(code: u8, e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("trawl: {e}");
+    ExitCode::from(code)
+}
+
+fn crawl(args: CrawlArgs) -> ExitCode {
+    let show_progress =
+        !args.output.no_progress && !args.output.quiet && std::io::stderr().is_terminal();
+    init_logging(&args, show_progress);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(FAILED, format!("cannot start the runtime: {e}")),
+    };
+    runtime.block_on(async move {
+        let mut builder = Crawler::builder()
+            .db(&args.db)
+            .seeds(args.seeds.iter().cloned())
+            .recrawl(args.recrawl)
+            .options(args.options.to_patch());
+        if let Some(path) = &args.config {
+            builder = builder.config_file(path);
+        }
+        let crawler = match builder.build() {
+            Ok(c) => c,
+            Err(e) => {
+                let code = if e.is_usage() { BAD_INPUT } else { FAILED };
+                return fail(code, e);
+            }
+        };
+        if crawler.is_finished() {
+            println!(
+                "{} holds a finished crawl; nothing to do (use --recrawl to crawl it again, or trawl export to read it)",
+                args.db.display()
+            );
+            return ExitCode::from(SUCCESS);
+        }
+        if crawler.is_resume() {
+            tracing::info!(db = %args.db.display(), "resuming the crawl stored in the file");
+        }
+        let display = show_progress.then(|| progress::Display::start(crawler.progress()));
+        let logger = (!show_progress && !args.output.quiet)
+            .then(|| progress::log_every(crawler.progress(), std::time::Duration::from_secs(10)));
+        let summary = crawler.run(shutdown_signal()).await;
+        if let Some(d) = display {
+            d.finish();
+        }
+        if let Some(l) = logger {
+            l.abort();
+        }
+        match summary {
+            Ok(s) => {
+                print_summary(&args, &s);
+                match s.outcome {
+                    Outcome::Interrupted => ExitCode::from(INTERRUPTED),
+                    _ => ExitCode::from(SUCCESS),
+                }
+            }
+            Err(e) => {
+                let code = if e.is_usage() { BAD_INPUT } else { FAILED };
+                fail(code, e)
+            }
+        }
+    })
+}
+
+/// Completes on the first Ctrl-C (or SIGTERM): a clean stop. A second Ctrl-C exits at once;
+/// the file stays resumable because every commit is atomic.
+async fn shutdown_signal() {
+    wait_signal().await;
+    eprintln!("trawl: stopping: finishing fetches under way (Ctrl-C again to quit now)");
+    tokio::spawn(async {
+        wait_signal().await;
+        eprintln!("trawl: quitting now; run the same command to resume");
+        std::process::exit(i32::from(INTERRUPTED));
+    });
+}
+
+async fn wait_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate()).expect("installing a SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn print_summary(args: &CrawlArgs, s: &trawl::Summary) {
+    let r = &s.run;
+    let status = match s.outcome {
+        Outcome::Finished => "finished",
+        Outcome::Interrupted => "interrupted (run the same command to resume)",
+        Outcome::AlreadyFinished => "already finished",
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "crawl {status}: {} pages in {:.1}s ({:.1} pages/s), {} URLs known, {} queued",
+        r.pages,
+        r.elapsed.as_secs_f64(),
+        r.rate(),
+        s.known_urls,
+        s.queued
+    );
+    let classes: Vec<String> = (1..=5)
+        .filter(|&c| r.by_class[c] > 0)
+        .map(|c| format!("{c}xx {}", r.by_class[c]))
+        .collect();
+    if !classes.is_empty() {
+        let _ = writeln!(out, "  status: {}", classes.join(", "));
+    }
+    if !r.errors.is_empty() {
+        let errs: Vec<String> = r.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let _ = writeln!(out, "  errors: {}", errs.join(", "));
+    }
+    let _ = writeln!(out, "  stored in {}", args.db.display());
+}
+
+fn init_logging(args: &CrawlArgs, progress_shown: bool) {
+    let level = if args.output.quiet || progress_shown {
+        "warn"
+    } else if args.output.verbose {
+        "debug"
+    } else {
+        "info"
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TRAWL_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("trawl={level},warn")));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none());
+    let _ = match args.output.log_format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+}
+
+fn export(args: ExportArgs) -> ExitCode {
+    match run_export(&args) {
+        Ok(()) => ExitCode::from(SUCCESS),
+        Err(e) => {
+            if let Some(x) = e.downcast_ref::<trawl::export::ExportError>() {
+                if x.is_broken_pipe() {
+                    return ExitCode::from(SUCCESS);
+                }
+            }
+            let usage = e
+                .downcast_ref::<trawl::store::StoreError>()
+                .is_some_and(|s| !matches!(s, trawl::store::StoreError::Sqlite { .. }));
+            fail(if usage { BAD_INPUT } else { FAILED }, format!("{e:#}"))
+        }
+    }
+}
+
+fn run_export(args: &ExportArgs) -> anyhow::Result<()> {
+    let format = args.format.parse().map_err(anyhow::Error::msg)?;
+    let what = args.what.parse().map_err(anyhow::Error::msg)?;
+    let store = SqliteStore::open(&args.db, OpenMode::Read)?;
+    match &args.out {
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            let mut w = std::io::BufWriter::new(file);
+            trawl::export::export(&store, format, what, &mut w)?;
+        }
+        None => {
+            let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+            trawl::export::export(&store, format, what, &mut w)?;
+        }
+    }
+    Ok(())
+}

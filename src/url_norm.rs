@@ -703,7 +703,8 @@ mod tests {
                 "not-included",
                 "unsupported-scheme",
                 "max-depth",
-                "max-pages"
+                "max-pages",
+                "max-redirects"
             ]
         );
         for reason in SkipReason::ALL {

@@ -278,13 +278,11 @@ fn charset_of(content_type: &str) -> Option<&str> {
 }
 
 fn looks_like_html(first: &[u8]) -> bool {
-    let start = first
-        .strip_prefix(b"\xEF\xBB\xBF")
-        .unwrap_or(first)
-        .iter()
-        .position(|b| !b.is_ascii_whitespace());
-    let Some(start) = start else { return false };
-    let head: Vec<u8> = first[start..]
+    let body = first.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(first);
+    let Some(start) = body.iter().position(|b| !b.is_ascii_whitespace()) else {
+        return false;
+    };
+    let head: Vec<u8> = body[start..]
         .iter()
         .take(14)
         .map(u8::to_ascii_lowercase)

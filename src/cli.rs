@@ -1,0 +1,236 @@
+//! The command line: clap definitions only. `main.rs` turns them into library calls; the
+//! crawl options become a config patch keyed by the same names as `config/default.toml`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// A site crawler: every page and link of a site in a resumable SQLite file.
+#[derive(Debug, Parser)]
+#[command(name = "trawl", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Crawl a site into a SQLite file, or resume the crawl the file holds.
+    #[command(after_help = "Examples:
+  trawl crawl https://example.org/ --db site.db     start a crawl
+  trawl crawl --db site.db                          resume it after Ctrl-C or a crash
+  trawl crawl https://example.org/ --db s.db --scope domain --max-depth 3 --exclude '/tag/'
+
+Exit codes: 0 finished, 1 failed while crawling, 2 bad input, 130 interrupted (resumable).")]
+    Crawl(Box<CrawlArgs>),
+    /// Write the pages or the link graph of a crawl as CSV or JSON Lines.
+    #[command(after_help = "Examples:
+  trawl export --db site.db --format csv --what edges > edges.csv
+  trawl export --db site.db --format jsonl > pages.jsonl      one line per URL with its outlinks")]
+    Export(ExportArgs),
+}
+
+/// `trawl crawl`.
+#[derive(Debug, Args)]
+pub struct CrawlArgs {
+    /// Seed URLs. Needed to start a crawl; when the file holds one already, any given are
+    /// added to it.
+    pub seeds: Vec<String>,
+
+    /// The SQLite file holding the crawl (created if missing).
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+
+    /// Read options from this TOML file (see config/default.toml); flags win over it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Start a finished crawl again from its seeds, discarding its previous results.
+    #[arg(long)]
+    pub recrawl: bool,
+
+    #[command(flatten)]
+    pub options: CrawlOptions,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// The crawl options. Each is also a key of `config/default.toml` with the same name and
+/// default; given here, it overrides the file and the stored configuration.
+#[derive(Debug, Args, Default)]
+pub struct CrawlOptions {
+    /// Worker tasks fetching at once [default: 16].
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<u64>,
+    /// Requests in flight to one host [default: 8].
+    #[arg(long, value_name = "N")]
+    pub per_host: Option<u64>,
+    /// Body bytes read per response, e.g. 10MiB; longer bodies are cut [default: 10MiB].
+    #[arg(long, value_name = "SIZE")]
+    pub max_body: Option<String>,
+    /// Time to connect, e.g. 10s [default: 10s].
+    #[arg(long, value_name = "DURATION")]
+    pub connect_timeout: Option<String>,
+    /// Longest wait for the next bytes of a response [default: 30s].
+    #[arg(long, value_name = "DURATION")]
+    pub read_timeout: Option<String>,
+    /// Longest time for one whole request [default: 1m].
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Redirect hops followed from one URL [default: 10].
+    #[arg(long, value_name = "N")]
+    pub max_redirects: Option<u64>,
+    /// Which URLs are fetched: the seeds' hosts, their registrable domains, or URLs under
+    /// the seeds' directories [default: host].
+    #[arg(long, value_name = "SCOPE", value_parser = ["host", "domain", "prefix"])]
+    pub scope: Option<String>,
+    /// Only fetch URLs matching this regex (repeatable).
+    #[arg(long, value_name = "REGEX")]
+    pub include: Vec<String>,
+    /// Never fetch URLs matching this regex (repeatable).
+    #[arg(long, value_name = "REGEX")]
+    pub exclude: Vec<String>,
+    /// Deepest click depth fetched, 0 for no limit [default: 0].
+    #[arg(long, value_name = "N")]
+    pub max_depth: Option<u64>,
+    /// Most URLs fetched in the whole crawl, 0 for no limit [default: 0].
+    #[arg(long, value_name = "N")]
+    pub max_pages: Option<u64>,
+    /// The User-Agent header [default: trawl/VERSION (+https://crates.io/crates/trawl)].
+    #[arg(long, value_name = "STRING")]
+    pub user_agent: Option<String>,
+    /// After Ctrl-C, how long fetches under way may take to finish [default: 10s].
+    #[arg(long, value_name = "DURATION")]
+    pub grace_period: Option<String>,
+}
+
+/// How a crawl reports.
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// Log format when stderr is not a terminal (or with --no-progress).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// No progress line, even on a terminal.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Only warnings and errors.
+    #[arg(short, long, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Debug logs.
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// `trawl export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The crawl's SQLite file (read only; a crawl may be running).
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+    /// Output format.
+    #[arg(long, value_parser = ["csv", "jsonl"], default_value = "csv")]
+    pub format: String,
+    /// Pages (one record per URL; in JSON Lines with its outlinks) or edges.
+    #[arg(long, value_parser = ["pages", "edges"], default_value = "edges")]
+    pub what: String,
+    /// Write here instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+impl CrawlOptions {
+    /// The options given, as a config patch keyed like `config/default.toml`.
+    pub fn to_patch(&self) -> toml::Table {
+        let mut t = toml::Table::new();
+        let mut int = |k: &str, v: Option<u64>| {
+            if let Some(v) = v {
+                t.insert(
+                    k.into(),
+                    toml::Value::Integer(v.min(i64::MAX as u64) as i64),
+                );
+            }
+        };
+        int("concurrency", self.concurrency);
+        int("per-host", self.per_host);
+        int("max-redirects", self.max_redirects);
+        int("max-depth", self.max_depth);
+        int("max-pages", self.max_pages);
+        for (k, v) in [
+            ("max-body", &self.max_body),
+            ("connect-timeout", &self.connect_timeout),
+            ("read-timeout", &self.read_timeout),
+            ("timeout", &self.timeout),
+            ("scope", &self.scope),
+            ("user-agent", &self.user_agent),
+            ("grace-period", &self.grace_period),
+        ] {
+            if let Some(v) = v {
+                t.insert(k.into(), toml::Value::String(v.clone()));
+            }
+        }
+        for (k, v) in [("include", &self.include), ("exclude", &self.exclude)] {
+            if !v.is_empty() {
+                t.insert(
+                    k.into(),
+                    toml::Value::Array(v.iter().cloned().map(toml::Value::String).collect()),
+                );
+            }
+        }
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_option_is_a_config_key() {
+        // Each flag of CrawlOptions must be a key CrawlConfig accepts, so the CLI and the
+        // file never disagree on a name.
+        let opts = CrawlOptions {
+            concurrency: Some(2),
+            per_host: Some(1),
+            max_body: Some("1MiB".into()),
+            connect_timeout: Some("1s".into()),
+            read_timeout: Some("2s".into()),
+            timeout: Some("3s".into()),
+            max_redirects: Some(4),
+            scope: Some("domain".into()),
+            include: vec!["a".into()],
+            exclude: vec!["b".into()],
+            max_depth: Some(5),
+            max_pages: Some(6),
+            user_agent: Some("x".into()),
+            grace_period: Some("7s".into()),
+        };
+        let patch = opts.to_patch();
+        let config = trawl::CrawlConfig::layered(None, &[("flags", &patch)]).unwrap();
+        assert_eq!(config.max_pages, 6);
+        assert_eq!(config.scope, trawl::ScopeMode::Domain);
+        let all = toml::Value::try_from(trawl::CrawlConfig::default()).unwrap();
+        assert_eq!(
+            patch.len(),
+            all.as_table().unwrap().len(),
+            "a config key has no flag"
+        );
+    }
+}

@@ -1,0 +1,117 @@
+//! The rows every format writes, read from SQLite one at a time.
+
+use rusqlite::Row;
+use serde::Serialize;
+
+use crate::link::LinkKind;
+use crate::store::{SqliteStore, StoreError, UrlState};
+
+/// One URL as exported.
+#[derive(Debug, Clone, Serialize)]
+pub struct PageRow {
+    /// `urls.id`.
+    #[serde(skip)]
+    pub id: i64,
+    /// The URL fetched (or that would be).
+    pub url: String,
+    /// queued, done, failed or skipped.
+    pub state: &'static str,
+    /// HTTP status.
+    pub status: Option<u16>,
+    /// Content-Type.
+    pub content_type: Option<String>,
+    /// Body bytes.
+    pub size: Option<i64>,
+    /// Body cut at max-body.
+    pub truncated: bool,
+    /// Click depth.
+    pub depth: u32,
+    /// `<title>`.
+    pub title: Option<String>,
+    /// When fetched, Unix ms.
+    pub fetched_at: Option<i64>,
+    /// Request duration.
+    pub fetch_ms: Option<i64>,
+    /// Error class.
+    pub error_kind: Option<String>,
+    /// Error message.
+    pub error: Option<String>,
+    /// Why never fetched.
+    pub skip_reason: Option<String>,
+}
+
+/// One edge as exported.
+#[derive(Debug, Clone, Serialize)]
+pub struct EdgeRow {
+    /// Source URL.
+    pub from: String,
+    /// Target URL.
+    pub to: String,
+    /// a, area, link, iframe, frame, redirect, canonical or sitemap.
+    pub kind: &'static str,
+    /// rel=nofollow on the link.
+    pub nofollow: bool,
+}
+
+pub(super) const PAGES_SQL: &str =
+    "SELECT id, coalesce(url, key), state, status, content_type, size,
+        coalesce(truncated, 0), depth, title, fetched_at, fetch_ms, error_kind, error, skip_reason
+    FROM urls ORDER BY id";
+
+pub(super) fn page_row(r: &Row<'_>) -> rusqlite::Result<PageRow> {
+    Ok(PageRow {
+        id: r.get(0)?,
+        url: r.get(1)?,
+        state: UrlState::from_code(r.get(2)?).map_or("unknown", UrlState::as_str),
+        status: r.get(3)?,
+        content_type: r.get(4)?,
+        size: r.get(5)?,
+        truncated: r.get::<_, i64>(6)? != 0,
+        depth: r.get(7)?,
+        title: r.get(8)?,
+        fetched_at: r.get(9)?,
+        fetch_ms: r.get(10)?,
+        error_kind: r.get(11)?,
+        error: r.get(12)?,
+        skip_reason: r.get(13)?,
+    })
+}
+
+pub(super) const EDGES_SQL: &str =
+    "SELECT coalesce(s.url, s.key), coalesce(d.url, d.key), e.kind, e.nofollow
+    FROM edges e JOIN urls s ON s.id = e.src JOIN urls d ON d.id = e.dst
+    ORDER BY e.rowid";
+
+pub(super) fn edge_row(r: &Row<'_>) -> rusqlite::Result<EdgeRow> {
+    Ok(EdgeRow {
+        from: r.get(0)?,
+        to: r.get(1)?,
+        kind: LinkKind::from_code(r.get(2)?).map_or("unknown", LinkKind::as_str),
+        nofollow: r.get::<_, i64>(3)? != 0,
+    })
+}
+
+/// Call `f` for every row of `sql`, streaming.
+pub(super) fn for_each<T>(
+    store: &SqliteStore,
+    sql: &str,
+    map: impl Fn(&Row<'_>) -> rusqlite::Result<T>,
+    mut f: impl FnMut(T) -> Result<(), super::ExportError>,
+) -> Result<u64, super::ExportError> {
+    let err = |e| sqlite_err(store, e);
+    let mut st = store.conn().prepare(sql).map_err(err)?;
+    let mut rows = st.query([]).map_err(err)?;
+    let mut n = 0;
+    while let Some(r) = rows.next().map_err(err)? {
+        f(map(r).map_err(err)?)?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+pub(super) fn sqlite_err(store: &SqliteStore, e: rusqlite::Error) -> StoreError {
+    StoreError::Sqlite {
+        path: store.path().display().to_string(),
+        source: e,
+    }
+}
