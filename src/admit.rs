@@ -17,9 +17,9 @@ use crate::drain::Drain;
 use crate::extract::Link;
 use crate::frontier::{Frontier, QueuedUrl};
 use crate::link::LinkKind;
-use crate::store::{Edge, HostId, NewHost, NewUrl, Pending, UrlId};
+use crate::store::{Edge, HostId, KnownUrl, NewHost, NewUrl, Pending, UrlId};
 use crate::url_norm::{canonical_key_into, host_key, key_hash, Scope, SkipReason};
-use crate::visited::Visited;
+use crate::visited::{Lowered, Seen, Visited};
 
 /// Limits applied at admission.
 #[derive(Debug, Clone, Copy)]
@@ -90,9 +90,26 @@ impl Gate {
     }
 
     /// Record a URL known from the store (resume).
-    pub fn restore_url(&self, id: UrlId, key: &str) {
-        self.visited.insert_known(key_hash(key), id);
-        self.next_id.fetch_max(id + 1, Ordering::Relaxed);
+    pub fn restore_url(&self, url: KnownUrl<'_>) {
+        self.visited.insert_known(
+            key_hash(url.key),
+            Seen {
+                id: url.id,
+                depth: url.depth,
+                too_deep: url.too_deep,
+            },
+        );
+        self.next_id.fetch_max(url.id + 1, Ordering::Relaxed);
+    }
+
+    /// The shallowest depth known for a queued URL: it may have been found along a
+    /// shorter path after it was queued.
+    pub fn current_depth(&self, url: &Url, queued_at: u32) -> u32 {
+        let mut key = String::new();
+        canonical_key_into(url, &mut key);
+        self.visited
+            .get(key_hash(&key))
+            .map_or(queued_at, |s| s.depth.min(queued_at))
     }
 
     /// Record a host known from the store (resume).
@@ -144,6 +161,7 @@ impl Gate {
     pub fn admit_redirect(
         &self,
         from: &QueuedUrl,
+        depth: u32,
         mut target: Url,
     ) -> (Edge, Result<(), RedirectError>) {
         target.set_fragment(None);
@@ -151,14 +169,7 @@ impl Gate {
         let forced = too_many.then_some(Some(SkipReason::MaxRedirects));
         let mut key = String::new();
         let mut fresh = Vec::new();
-        let dst = self.admit_one(
-            target,
-            from.depth,
-            Some(from.id),
-            forced,
-            &mut key,
-            &mut fresh,
-        );
+        let dst = self.admit_one(target, depth, Some(from.id), forced, &mut key, &mut fresh);
         for mut item in fresh {
             item.chain = from.chain.clone();
             item.chain.push(from.id);
@@ -192,8 +203,11 @@ impl Gate {
     ) -> UrlId {
         canonical_key_into(&url, key);
         let hash = key_hash(key);
-        if let Some(id) = self.visited.get(hash) {
-            return id;
+        if let Some(seen) = self.visited.get(hash) {
+            if depth < seen.depth {
+                self.shorter_path(hash, url, depth, fresh);
+            }
+            return seen.id;
         }
         let skip = match forced {
             Some(forced) => forced,
@@ -203,7 +217,7 @@ impl Gate {
             }),
         };
         let mut queued = None;
-        let (id, _) = self.visited.get_or_admit(hash, || {
+        let (seen, _) = self.visited.get_or_admit(hash, || {
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
             let mut skip = skip;
             if skip.is_none()
@@ -225,8 +239,13 @@ impl Gate {
             if skip.is_none() {
                 queued = Some(host);
             }
-            id
+            Seen {
+                id,
+                depth,
+                too_deep: skip == Some(SkipReason::MaxDepth),
+            }
         });
+        let id = seen.id;
         if let Some(host) = queued {
             fresh.push(QueuedUrl {
                 id,
@@ -238,6 +257,32 @@ impl Gate {
             });
         }
         id
+    }
+
+    /// A known URL was found `depth` clicks from a seed, fewer than recorded.
+    fn shorter_path(&self, hash: u128, url: Url, depth: u32, fresh: &mut Vec<QueuedUrl>) {
+        match self.visited.lower_depth(hash, depth, self.limits.max_depth) {
+            Lowered::No => {}
+            Lowered::Depth(id) => self.pending.push_depth(id, depth),
+            Lowered::Requeue(id) => {
+                if self.limits.max_pages > 0
+                    && self.admitted.fetch_add(1, Ordering::Relaxed) >= self.limits.max_pages
+                {
+                    self.pending.push_depth(id, depth);
+                    return;
+                }
+                // The row update is pending before the URL can be dispatched.
+                self.pending.push_requeue(id, depth);
+                fresh.push(QueuedUrl {
+                    id,
+                    host: self.host_id(&url),
+                    url,
+                    depth,
+                    chain: Vec::new(),
+                    guard: self.drain.admit(),
+                });
+            }
+        }
     }
 
     fn host_id(&self, url: &Url) -> HostId {

@@ -167,6 +167,17 @@ impl CrawlerBuilder {
         let patch_refs: Vec<(&str, &ConfigPatch)> =
             patches.iter().map(|(o, p)| (o.as_str(), p)).collect();
 
+        // Check everything given here before the file is touched, so bad input leaves no
+        // file behind. Validation is per value, so what passes over the defaults also
+        // passes over a stored configuration.
+        let given = CrawlConfig::layered(None, &patch_refs)?;
+        Scope::new(&seeds, given.scope, &given.include, &given.exclude)?;
+        if seeds.is_empty() && !db.exists() {
+            return Err(Error::NoSeeds {
+                db: db.display().to_string(),
+            });
+        }
+
         let mut store = SqliteStore::open(&db, OpenMode::Crawl)?;
         let existing = store.crawl()?;
         let (config, mut all_seeds, status) = match existing {
@@ -382,7 +393,7 @@ impl Crawler {
         ));
 
         // Rebuild the visited set and the frontier from the store.
-        let resumed = store.resume(|id, key| gate.restore_url(id, key))?;
+        let resumed = store.resume(|url| gate.restore_url(url))?;
         for (id, name) in resumed.hosts {
             gate.restore_host(id, name);
         }

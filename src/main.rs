@@ -31,9 +31,33 @@ fn main() -> ExitCode {
     }
 }
 
+/// Report `e` as one line on stderr (some messages, e.g. a regex error, span several
+/// lines) and exit with `code`.
 fn fail(code: u8, e: impl std::fmt::Display) -> ExitCode {
-    eprintln!("trawl: {e}");
+    let text = e.to_string();
+    let line: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    eprintln!("trawl: {}", line.join(" "));
     ExitCode::from(code)
+}
+
+/// An error and its causes, each cause once: a message often already includes its
+/// source's text, and `{:#}` would repeat it.
+fn with_causes(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !msg.contains(&text) {
+            if !msg.is_empty() {
+                msg.push_str(": ");
+            }
+            msg.push_str(&text);
+        }
+    }
+    msg
 }
 
 fn crawl(args: CrawlArgs) -> ExitCode {
@@ -190,7 +214,7 @@ fn export(args: ExportArgs) -> ExitCode {
             let usage = e
                 .downcast_ref::<trawl::store::StoreError>()
                 .is_some_and(|s| !matches!(s, trawl::store::StoreError::Sqlite { .. }));
-            fail(if usage { BAD_INPUT } else { FAILED }, format!("{e:#}"))
+            fail(if usage { BAD_INPUT } else { FAILED }, with_causes(&e))
         }
     }
 }

@@ -106,6 +106,7 @@ impl Worker {
         let mut rec = PageRecord {
             id: item.id,
             fetched_at: now_ms(),
+            depth: self.gate.current_depth(&item.url, item.depth),
             ..PageRecord::default()
         };
         match self.fetcher.get(&item.url).await {
@@ -116,7 +117,7 @@ impl Worker {
         if let Some(hook) = &self.hook {
             hook(&PageEvent {
                 url: &item.url,
-                depth: item.depth,
+                depth: rec.depth,
                 record: &rec,
             });
         }
@@ -130,7 +131,7 @@ impl Worker {
             if let Some(location) = resp.location() {
                 match item.url.join(location.trim()) {
                     Ok(target) => {
-                        let (edge, followed) = self.gate.admit_redirect(item, target);
+                        let (edge, followed) = self.gate.admit_redirect(item, rec.depth, target);
                         rec.edges.push(edge);
                         if let Err(e) = followed {
                             let msg = match e {
@@ -223,7 +224,7 @@ impl Worker {
         match extracted {
             Ok(x) => {
                 rec.title = x.title;
-                rec.edges = self.gate.admit_links(item.id, item.depth, x.links);
+                rec.edges = self.gate.admit_links(item.id, rec.depth, x.links);
             }
             Err(e) => fail(rec, "parse", e.to_string()),
         }

@@ -15,7 +15,7 @@ mod writer;
 
 use std::sync::Mutex;
 
-pub use sqlite::{CrawlRow, OpenMode, Resumed, SqliteStore};
+pub use sqlite::{CrawlRow, KnownUrl, OpenMode, Resumed, SqliteStore};
 pub use writer::{StoreWriter, WriterHandle};
 
 use crate::link::LinkKind;
@@ -176,6 +176,8 @@ pub struct Edge {
 pub struct PageRecord {
     /// The URL fetched.
     pub id: UrlId,
+    /// Its depth when fetched (it may have been found along a shorter path since queued).
+    pub depth: u32,
     /// `Done` or `Failed`.
     pub failed: bool,
     /// HTTP status, when a response came.
@@ -227,6 +229,10 @@ pub struct PendingRows {
     pub urls: Vec<NewUrl>,
     /// Queued URLs the frontier keeps on disk: (host, url).
     pub spills: Vec<(HostId, UrlId)>,
+    /// URLs found along a shorter path: (url, new depth).
+    pub depths: Vec<(UrlId, u32)>,
+    /// URLs skipped for `max-depth` that a shorter path brought within it: (url, depth).
+    pub requeues: Vec<(UrlId, u32)>,
 }
 
 impl Pending {
@@ -245,10 +251,25 @@ impl Pending {
         self.lock().spills.extend(spills);
     }
 
+    /// Record a shorter path to a URL.
+    pub fn push_depth(&self, id: UrlId, depth: u32) {
+        self.lock().depths.push((id, depth));
+    }
+
+    /// Record that a URL skipped for depth is to be fetched after all.
+    pub fn push_requeue(&self, id: UrlId, depth: u32) {
+        self.lock().requeues.push((id, depth));
+    }
+
     /// Take everything appended so far.
     pub fn take(&self) -> Option<PendingRows> {
         let mut g = self.lock();
-        if g.hosts.is_empty() && g.urls.is_empty() && g.spills.is_empty() {
+        if g.hosts.is_empty()
+            && g.urls.is_empty()
+            && g.spills.is_empty()
+            && g.depths.is_empty()
+            && g.requeues.is_empty()
+        {
             return None;
         }
         Some(std::mem::take(&mut *g))

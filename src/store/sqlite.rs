@@ -63,6 +63,19 @@ pub struct Resumed {
     pub failed: u64,
 }
 
+/// A URL read back on resume.
+#[derive(Debug, Clone, Copy)]
+pub struct KnownUrl<'a> {
+    /// Its id.
+    pub id: UrlId,
+    /// Its canonical key.
+    pub key: &'a str,
+    /// Its depth.
+    pub depth: u32,
+    /// Skipped for `max-depth`.
+    pub too_deep: bool,
+}
+
 /// An open trawl database.
 pub struct SqliteStore {
     pub(super) conn: Connection,
@@ -273,9 +286,8 @@ impl SqliteStore {
 
     /// Prepare an unfinished crawl to continue: every queued URL goes to the spill table
     /// (the frontier refills its in-memory queues from there), and `visit` is called with
-    /// the id and canonical key of every known URL so the caller can rebuild the visited
-    /// set.
-    pub fn resume(&mut self, mut visit: impl FnMut(UrlId, &str)) -> Result<Resumed, StoreError> {
+    /// every known URL so the caller can rebuild the visited set.
+    pub fn resume(&mut self, mut visit: impl FnMut(KnownUrl<'_>)) -> Result<Resumed, StoreError> {
         let path = self.path.clone();
         let e = |e| classify_path(&path, e);
         let tx = self.conn.transaction().map_err(e)?;
@@ -311,13 +323,18 @@ impl SqliteStore {
             }
             let mut st = self
                 .conn
-                .prepare("SELECT id, key, state FROM urls")
+                .prepare("SELECT id, key, state, depth, skip_reason = 'max-depth' FROM urls")
                 .map_err(e)?;
             let mut rows = st.query([]).map_err(e)?;
             while let Some(r) = rows.next().map_err(e)? {
                 let id = r.get::<_, i64>(0).map_err(e)? as UrlId;
                 let key = r.get_ref(1).map_err(e)?.as_str().map_err(|x| e(x.into()))?;
-                visit(id, key);
+                visit(KnownUrl {
+                    id,
+                    key,
+                    depth: r.get(3).map_err(e)?,
+                    too_deep: r.get::<_, Option<bool>>(4).map_err(e)?.unwrap_or(false),
+                });
                 out.max_url_id = Some(out.max_url_id.map_or(id, |m| m.max(id)));
                 match UrlState::from_code(r.get(2).map_err(e)?) {
                     Some(UrlState::Skipped) => {}

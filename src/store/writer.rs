@@ -167,6 +167,8 @@ fn write_pending(tx: &Transaction<'_>, pending: &Pending) -> rusqlite::Result<()
         hosts,
         urls,
         spills,
+        depths,
+        requeues,
     }) = pending.take()
     else {
         return Ok(());
@@ -206,6 +208,22 @@ fn write_pending(tx: &Transaction<'_>, pending: &Pending) -> rusqlite::Result<()
             st.execute(params![h, *u as i64])?;
         }
     }
+    // After the inserts: these rows may have been pushed in the same take.
+    if !depths.is_empty() {
+        let mut st =
+            tx.prepare_cached("UPDATE urls SET depth = ?2 WHERE id = ?1 AND depth > ?2")?;
+        for (id, depth) in &depths {
+            st.execute(params![*id as i64, depth])?;
+        }
+    }
+    if !requeues.is_empty() {
+        let mut st = tx.prepare_cached(
+            "UPDATE urls SET state = 0, skip_reason = NULL, depth = ?2 WHERE id = ?1 AND state = 3",
+        )?;
+        for (id, depth) in &requeues {
+            st.execute(params![*id as i64, depth])?;
+        }
+    }
     Ok(())
 }
 
@@ -217,7 +235,8 @@ fn write_page(tx: &Transaction<'_>, rec: &PageRecord) -> rusqlite::Result<()> {
     };
     let mut st = tx.prepare_cached(
         "UPDATE urls SET state = ?2, status = ?3, content_type = ?4, size = ?5, truncated = ?6,
-                title = ?7, fetched_at = ?8, fetch_ms = ?9, error_kind = ?10, error = ?11
+                title = ?7, fetched_at = ?8, fetch_ms = ?9, error_kind = ?10, error = ?11,
+                depth = min(depth, ?12)
          WHERE id = ?1",
     )?;
     let changed = st.execute(params![
@@ -232,6 +251,7 @@ fn write_page(tx: &Transaction<'_>, rec: &PageRecord) -> rusqlite::Result<()> {
         rec.fetch_ms as i64,
         rec.error_kind,
         rec.error,
+        rec.depth,
     ])?;
     debug_assert_eq!(changed, 1, "page {} has no row", rec.id);
     let mut st =
