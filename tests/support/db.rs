@@ -114,3 +114,15 @@ pub fn read(path: &Path) -> Crawled {
     assert_eq!(dangling, 0, "edges pointing at no stored URL");
     out
 }
+
+/// `PRAGMA integrity_check` of the file ("ok" when sound), or None when there is no file.
+pub fn integrity(path: &Path) -> Option<String> {
+    if !path.exists() {
+        return None;
+    }
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    Some(
+        conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap(),
+    )
+}
