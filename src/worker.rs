@@ -165,12 +165,8 @@ impl Worker {
                     Ok(Some(first)) if looks_like_html(&first) => {
                         self.html(item, resp, rec, Some(first)).await
                     }
-                    Ok(first) => {
-                        let n = first.map_or(0, |c| c.len() as u64);
-                        rec.size = Some(n);
-                        other(resp, rec).await;
-                        rec.size = rec.size.map(|s| s + n);
-                    }
+                    // `other` counts the first chunk too: the response tracks bytes read.
+                    Ok(_) => other(resp, rec).await,
                     Err(e) => fail(rec, e.kind(), e.to_string()),
                 }
             }

@@ -4,6 +4,7 @@
 //! Each test binary that says `mod support;` compiles all of this and uses only part of it.
 #![allow(dead_code, unused_imports)]
 
+pub mod adhoc;
 pub mod db;
 pub mod server;
 pub mod site;
