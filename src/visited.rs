@@ -182,7 +182,7 @@ mod tests {
         );
         assert_eq!(calls, 1);
         // Same low 64 bits, different high bits: a different URL.
-        assert_eq!(v.get_or_admit(8 << 70 | 3, || seen(12, 0)).1, true);
+        assert!(v.get_or_admit(8 << 70 | 3, || seen(12, 0)).1);
         assert_eq!(v.get(8 << 70 | 3), Some(seen(12, 0)));
         assert_eq!(v.len(), 2);
     }

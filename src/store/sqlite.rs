@@ -117,20 +117,33 @@ impl SqliteStore {
             OpenMode::Crawl => OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
             OpenMode::Read => OpenFlags::SQLITE_OPEN_READ_ONLY,
         } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let reader_files_existed = mode == OpenMode::Read
+            && (sibling(path, "-wal").exists() || sibling(path, "-shm").exists());
         let conn = Connection::open_with_flags(path, flags).map_err(|e| classify(&shown, e))?;
-        let mut store = SqliteStore {
+        let store = SqliteStore {
             conn,
             path: path.to_owned(),
             _lock: lock,
         };
-        store.check_ours()?;
-        if mode == OpenMode::Crawl {
-            store.configure()?;
-            store.migrate()?;
-        } else if store.user_version()? == 0 {
-            return Err(StoreError::NotTrawl { path: shown });
+        let opened = store.finish_open(mode);
+        if opened.is_err() && mode == OpenMode::Read && !reader_files_existed {
+            // The connection is closed by now.
+            remove_reader_files(path);
         }
-        Ok(store)
+        opened
+    }
+
+    fn finish_open(mut self, mode: OpenMode) -> Result<SqliteStore, StoreError> {
+        self.check_ours()?;
+        if mode == OpenMode::Crawl {
+            self.configure()?;
+            self.migrate()?;
+        } else if self.user_version()? == 0 {
+            return Err(StoreError::NotTrawl {
+                path: self.path.display().to_string(),
+            });
+        }
+        Ok(self)
     }
 
     /// The file's path.
@@ -381,6 +394,28 @@ fn check_header(path: &Path) -> Result<(), StoreError> {
         });
     }
     Ok(())
+}
+
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// A read-only connection to a WAL file creates its `-wal` and `-shm` and, unable to
+/// checkpoint, leaves them behind. After a failed open of a file that had none, remove
+/// them again, so a refused file is left as it was found: only when no crawler holds the
+/// file (it takes the lock before opening) and the `-wal` holds nothing.
+fn remove_reader_files(path: &Path) {
+    let Ok(file) = File::open(path) else { return };
+    if file.try_lock().is_err() {
+        return;
+    }
+    let wal = sibling(path, "-wal");
+    if std::fs::metadata(&wal).map_or(true, |m| m.len() == 0) {
+        let _ = std::fs::remove_file(&wal);
+        let _ = std::fs::remove_file(sibling(path, "-shm"));
+    }
 }
 
 fn take_lock(path: &Path) -> Result<File, StoreError> {
