@@ -18,8 +18,9 @@ use crate::extract::Link;
 use crate::frontier::{Frontier, QueuedUrl};
 use crate::link::LinkKind;
 use crate::store::{Edge, HostId, KnownUrl, NewHost, NewUrl, Pending, UrlId};
+use crate::traps::{strip_session_ids, Traps};
 use crate::url_norm::{canonical_key_into, host_key, key_hash, Scope, SkipReason};
-use crate::visited::{Lowered, Seen, Visited};
+use crate::visited::{Held, Lowered, Seen, Visited};
 
 /// Limits applied at admission.
 #[derive(Debug, Clone, Copy)]
@@ -30,6 +31,8 @@ pub struct Limits {
     pub max_pages: u64,
     /// Most redirect hops followed from one URL.
     pub max_redirects: u32,
+    /// Most URLs fetched from one host; 0 means none.
+    pub max_pages_per_host: u64,
 }
 
 /// Why following a redirect failed; recorded on the URL that redirected.
@@ -55,6 +58,10 @@ impl RedirectError {
 pub struct Gate {
     scope: Scope,
     limits: Limits,
+    traps: Traps,
+    strip_session_ids: bool,
+    /// URLs admitted for fetching per host, for `max-pages-per-host`.
+    host_admitted: DashMap<HostId, u64>,
     visited: Visited,
     hosts: DashMap<String, HostId>,
     next_host: AtomicU32,
@@ -71,6 +78,8 @@ impl Gate {
     pub fn new(
         scope: Scope,
         limits: Limits,
+        traps: Traps,
+        strip_session_ids: bool,
         pending: Arc<Pending>,
         frontier: Arc<Frontier>,
         drain: Arc<Drain>,
@@ -78,6 +87,9 @@ impl Gate {
         Gate {
             scope,
             limits,
+            traps,
+            strip_session_ids,
+            host_admitted: DashMap::new(),
             visited: Visited::new(),
             hosts: DashMap::new(),
             next_host: AtomicU32::new(1),
@@ -96,7 +108,11 @@ impl Gate {
             Seen {
                 id: url.id,
                 depth: url.depth,
-                too_deep: url.too_deep,
+                held: match url.skip_reason {
+                    Some("max-depth") => Held::TooDeep,
+                    Some("nofollow") => Held::Nofollow,
+                    _ => Held::No,
+                },
             },
         );
         self.next_id.fetch_max(url.id + 1, Ordering::Relaxed);
@@ -106,7 +122,7 @@ impl Gate {
     /// shorter path after it was queued.
     pub fn current_depth(&self, url: &Url, queued_at: u32) -> u32 {
         let mut key = String::new();
-        canonical_key_into(url, &mut key);
+        self.key_of(url, &mut key);
         self.visited
             .get(key_hash(&key))
             .map_or(queued_at, |s| s.depth.min(queued_at))
@@ -118,9 +134,12 @@ impl Gate {
         self.next_host.fetch_max(id + 1, Ordering::Relaxed);
     }
 
-    /// Count URLs already admitted for fetching in earlier runs.
-    pub fn restore_admitted(&self, n: u64) {
+    /// Count URLs already admitted for fetching in earlier runs, in all and per host.
+    pub fn restore_admitted(&self, n: u64, per_host: impl IntoIterator<Item = (HostId, u64)>) {
         self.admitted.store(n, Ordering::Relaxed);
+        for (host, n) in per_host {
+            self.host_admitted.insert(host, n);
+        }
     }
 
     /// URLs known (fetched, queued or skipped).
@@ -132,24 +151,40 @@ impl Gate {
     pub fn admit_seed(&self, url: Url) -> UrlId {
         let mut key = String::new();
         let mut fresh = Vec::new();
-        let id = self.admit_one(url, 0, None, Some(None), &mut key, &mut fresh);
+        let id = self.admit_one(url, 0, None, Some(None), true, &mut key, &mut fresh);
         self.frontier.push(fresh);
         id
     }
 
     /// Admit the links of a page fetched at `depth`; returns its edges in link order.
-    pub fn admit_links(&self, from: UrlId, depth: u32, links: Vec<Link>) -> Vec<Edge> {
+    /// When the page said `nofollow` (`follow` false), new URLs are recorded but not
+    /// fetched, and every edge is marked nofollow.
+    pub fn admit_links(
+        &self,
+        from: UrlId,
+        depth: u32,
+        links: Vec<Link>,
+        follow: bool,
+    ) -> Vec<Edge> {
         let mut key = String::with_capacity(128);
         let mut edges = Vec::with_capacity(links.len());
         let mut fresh = Vec::new();
         for link in links {
             let mut url = link.url;
             url.set_fragment(None);
-            let dst = self.admit_one(url, depth + 1, Some(from), None, &mut key, &mut fresh);
+            let dst = self.admit_one(
+                url,
+                depth + 1,
+                Some(from),
+                None,
+                follow,
+                &mut key,
+                &mut fresh,
+            );
             edges.push(Edge {
                 dst,
                 kind: link.kind,
-                nofollow: link.nofollow,
+                nofollow: link.nofollow || !follow,
             });
         }
         self.frontier.push(fresh);
@@ -169,7 +204,15 @@ impl Gate {
         let forced = too_many.then_some(Some(SkipReason::MaxRedirects));
         let mut key = String::new();
         let mut fresh = Vec::new();
-        let dst = self.admit_one(target, depth, Some(from.id), forced, &mut key, &mut fresh);
+        let dst = self.admit_one(
+            target,
+            depth,
+            Some(from.id),
+            forced,
+            true,
+            &mut key,
+            &mut fresh,
+        );
         for mut item in fresh {
             item.chain = from.chain.clone();
             item.chain.push(from.id);
@@ -191,42 +234,45 @@ impl Gate {
     }
 
     /// The id of `url`, admitting it if new. `forced`: `Some(None)` admits without the
-    /// scope check, `Some(Some(r))` records it as skipped for `r`.
+    /// scope check, `Some(Some(r))` records it as skipped for `r`. `follow` is false for
+    /// links of a page that said `nofollow`: new URLs are recorded, not fetched.
+    #[allow(clippy::too_many_arguments)]
     fn admit_one(
         &self,
         url: Url,
         depth: u32,
         referrer: Option<UrlId>,
         forced: Option<Option<SkipReason>>,
+        follow: bool,
         key: &mut String,
         fresh: &mut Vec<QueuedUrl>,
     ) -> UrlId {
-        canonical_key_into(&url, key);
+        self.key_of(&url, key);
         let hash = key_hash(key);
         if let Some(seen) = self.visited.get(hash) {
-            if depth < seen.depth {
-                self.shorter_path(hash, url, depth, fresh);
+            if seen.news(depth, follow) {
+                self.found_again(hash, url, depth, follow, fresh);
             }
             return seen.id;
         }
         let skip = match forced {
             Some(forced) => forced,
-            None => self.scope.check(&url, key).err().or_else(|| {
-                (self.limits.max_depth > 0 && depth > self.limits.max_depth)
-                    .then_some(SkipReason::MaxDepth)
-            }),
+            None => self
+                .scope
+                .check(&url, key)
+                .and_then(|()| self.traps.check(&url))
+                .err()
+                .or_else(|| {
+                    (self.limits.max_depth > 0 && depth > self.limits.max_depth)
+                        .then_some(SkipReason::MaxDepth)
+                })
+                .or_else(|| (!follow).then_some(SkipReason::Nofollow)),
         };
         let mut queued = None;
         let (seen, _) = self.visited.get_or_admit(hash, || {
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            let mut skip = skip;
-            if skip.is_none()
-                && self.limits.max_pages > 0
-                && self.admitted.fetch_add(1, Ordering::Relaxed) >= self.limits.max_pages
-            {
-                skip = Some(SkipReason::MaxPages);
-            }
             let host = self.host_id(&url);
+            let skip = skip.or_else(|| self.spend_budget(host));
             self.pending.push_url(NewUrl {
                 id,
                 host,
@@ -242,7 +288,11 @@ impl Gate {
             Seen {
                 id,
                 depth,
-                too_deep: skip == Some(SkipReason::MaxDepth),
+                held: match skip {
+                    Some(SkipReason::MaxDepth) => Held::TooDeep,
+                    Some(SkipReason::Nofollow) => Held::Nofollow,
+                    _ => Held::No,
+                },
             }
         });
         let id = seen.id;
@@ -253,21 +303,57 @@ impl Gate {
                 depth,
                 host,
                 chain: Vec::new(),
+                attempts: 0,
                 guard: self.drain.admit(),
             });
         }
         id
     }
 
-    /// A known URL was found `depth` clicks from a seed, fewer than recorded.
-    fn shorter_path(&self, hash: u128, url: Url, depth: u32, fresh: &mut Vec<QueuedUrl>) {
-        match self.visited.lower_depth(hash, depth, self.limits.max_depth) {
+    /// The canonical key of `url` in `key`, without session IDs when so configured.
+    fn key_of(&self, url: &Url, key: &mut String) {
+        canonical_key_into(url, key);
+        if self.strip_session_ids {
+            strip_session_ids(key);
+        }
+    }
+
+    /// Count one more URL to fetch against `max-pages` and the host's budget; the reason
+    /// to skip it when either is spent.
+    fn spend_budget(&self, host: HostId) -> Option<SkipReason> {
+        if self.limits.max_pages_per_host > 0 {
+            let mut n = self.host_admitted.entry(host).or_insert(0);
+            if *n >= self.limits.max_pages_per_host {
+                return Some(SkipReason::HostBudget);
+            }
+            *n += 1;
+        }
+        if self.limits.max_pages > 0
+            && self.admitted.fetch_add(1, Ordering::Relaxed) >= self.limits.max_pages
+        {
+            return Some(SkipReason::MaxPages);
+        }
+        None
+    }
+
+    /// A known URL was found again, along a shorter path or by a followed link.
+    fn found_again(
+        &self,
+        hash: u128,
+        url: Url,
+        depth: u32,
+        follow: bool,
+        fresh: &mut Vec<QueuedUrl>,
+    ) {
+        match self
+            .visited
+            .found_again(hash, depth, follow, self.limits.max_depth)
+        {
             Lowered::No => {}
             Lowered::Depth(id) => self.pending.push_depth(id, depth),
-            Lowered::Requeue(id) => {
-                if self.limits.max_pages > 0
-                    && self.admitted.fetch_add(1, Ordering::Relaxed) >= self.limits.max_pages
-                {
+            Lowered::Requeue(id, depth) => {
+                let host = self.host_id(&url);
+                if self.spend_budget(host).is_some() {
                     self.pending.push_depth(id, depth);
                     return;
                 }
@@ -275,10 +361,11 @@ impl Gate {
                 self.pending.push_requeue(id, depth);
                 fresh.push(QueuedUrl {
                     id,
-                    host: self.host_id(&url),
+                    host,
                     url,
                     depth,
                     chain: Vec::new(),
+                    attempts: 0,
                     guard: self.drain.admit(),
                 });
             }

@@ -105,6 +105,42 @@ pub struct CrawlOptions {
     /// After Ctrl-C, how long fetches under way may take to finish [default: 10s].
     #[arg(long, value_name = "DURATION")]
     pub grace_period: Option<String>,
+    /// Fetch what robots.txt disallows and ignore its Crawl-delay.
+    #[arg(long)]
+    pub ignore_robots: bool,
+    /// Least time between two requests to one host, e.g. 500ms [default: 0s].
+    #[arg(long, value_name = "DURATION")]
+    pub delay: Option<String>,
+    /// Most requests per host per window, e.g. 120/1m [default: 0/1s, no limit].
+    #[arg(long, value_name = "N/DURATION")]
+    pub rate_limit: Option<String>,
+    /// Longest robots.txt Crawl-delay honoured [default: 30s].
+    #[arg(long, value_name = "DURATION")]
+    pub max_crawl_delay: Option<String>,
+    /// Longest pause honoured from Retry-After on 429/503 [default: 10m].
+    #[arg(long, value_name = "DURATION")]
+    pub max_retry_after: Option<String>,
+    /// Attempts per URL for transient faults, the first included [default: 3].
+    #[arg(long, value_name = "N")]
+    pub max_attempts: Option<u64>,
+    /// Base of the exponential backoff between attempts [default: 1s].
+    #[arg(long, value_name = "DURATION")]
+    pub retry_backoff: Option<String>,
+    /// Longest URL admitted in bytes, 0 for no limit [default: 2048].
+    #[arg(long, value_name = "N")]
+    pub max_url_length: Option<u64>,
+    /// Most path segments in a URL, 0 for no limit [default: 32].
+    #[arg(long, value_name = "N")]
+    pub max_path_segments: Option<u64>,
+    /// Most times one path segment may occur in a URL, 0 for no limit [default: 3].
+    #[arg(long, value_name = "N")]
+    pub max_repeated_segments: Option<u64>,
+    /// Most URLs fetched from one host, 0 for no limit [default: 0].
+    #[arg(long, value_name = "N")]
+    pub max_pages_per_host: Option<u64>,
+    /// Keep session IDs in canonical URLs (they are removed by default).
+    #[arg(long)]
+    pub keep_session_ids: bool,
 }
 
 /// How a crawl reports.
@@ -167,6 +203,17 @@ impl CrawlOptions {
         int("max-redirects", self.max_redirects);
         int("max-depth", self.max_depth);
         int("max-pages", self.max_pages);
+        int("max-attempts", self.max_attempts);
+        int("max-url-length", self.max_url_length);
+        int("max-path-segments", self.max_path_segments);
+        int("max-repeated-segments", self.max_repeated_segments);
+        int("max-pages-per-host", self.max_pages_per_host);
+        if self.keep_session_ids {
+            t.insert("strip-session-ids".into(), toml::Value::Boolean(false));
+        }
+        if self.ignore_robots {
+            t.insert("ignore-robots".into(), toml::Value::Boolean(true));
+        }
         for (k, v) in [
             ("max-body", &self.max_body),
             ("connect-timeout", &self.connect_timeout),
@@ -175,6 +222,11 @@ impl CrawlOptions {
             ("scope", &self.scope),
             ("user-agent", &self.user_agent),
             ("grace-period", &self.grace_period),
+            ("delay", &self.delay),
+            ("rate-limit", &self.rate_limit),
+            ("max-crawl-delay", &self.max_crawl_delay),
+            ("max-retry-after", &self.max_retry_after),
+            ("retry-backoff", &self.retry_backoff),
         ] {
             if let Some(v) = v {
                 t.insert(k.into(), toml::Value::String(v.clone()));
@@ -221,6 +273,18 @@ mod tests {
             max_pages: Some(6),
             user_agent: Some("x".into()),
             grace_period: Some("7s".into()),
+            ignore_robots: true,
+            delay: Some("1ms".into()),
+            rate_limit: Some("5/1s".into()),
+            max_crawl_delay: Some("2s".into()),
+            max_retry_after: Some("3s".into()),
+            max_attempts: Some(2),
+            retry_backoff: Some("10ms".into()),
+            max_url_length: Some(100),
+            max_path_segments: Some(5),
+            max_repeated_segments: Some(2),
+            max_pages_per_host: Some(9),
+            keep_session_ids: true,
         };
         let patch = opts.to_patch();
         let config = trawl::CrawlConfig::layered(None, &[("flags", &patch)]).unwrap();

@@ -160,6 +160,104 @@ pub struct CrawlConfig {
     /// After a stop is asked for, how long in-flight fetches may take to finish.
     #[serde(with = "humantime_serde")]
     pub grace_period: Duration,
+    /// Fetch URLs that robots.txt disallows, and ignore its Crawl-delay.
+    pub ignore_robots: bool,
+    /// Least time between the starts of two requests to one host.
+    #[serde(with = "humantime_serde")]
+    pub delay: Duration,
+    /// Most requests per host in a window, as `"N/DURATION"` (e.g. `"120/1m"`); `"0/1s"`
+    /// means no limit. Enforced as an even spacing of DURATION/N between requests.
+    pub rate_limit: RateLimit,
+    /// The longest robots.txt `Crawl-delay` honoured; longer ones are cut to this.
+    #[serde(with = "humantime_serde")]
+    pub max_crawl_delay: Duration,
+    /// The longest pause honoured from a `Retry-After` header on 429 or 503.
+    #[serde(with = "humantime_serde")]
+    pub max_retry_after: Duration,
+    /// Attempts per URL for transient faults (timeouts, resets, 408, 429, 5xx gateways),
+    /// the first included.
+    pub max_attempts: u32,
+    /// Base of the exponential backoff between attempts (full jitter: a random wait up to
+    /// base * 2^attempt, at most 10 minutes).
+    #[serde(with = "humantime_serde")]
+    pub retry_backoff: Duration,
+    /// Longest URL admitted, in bytes; 0 means no limit.
+    pub max_url_length: usize,
+    /// Most path segments in an admitted URL; 0 means no limit.
+    pub max_path_segments: usize,
+    /// Most times one path segment may occur in an admitted URL's path (`/a/b/a/b/a`
+    /// has `a` three times); 0 means no limit.
+    pub max_repeated_segments: usize,
+    /// Most URLs fetched from one host; 0 means no limit.
+    pub max_pages_per_host: u64,
+    /// Remove session IDs (`;jsessionid=`, `PHPSESSID`, `sid`, ...) from canonical URLs.
+    pub strip_session_ids: bool,
+}
+
+/// A per-host request budget: `requests` per `window`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    /// Requests allowed per window; 0 means no limit.
+    pub requests: u32,
+    /// The window.
+    pub window: Duration,
+}
+
+impl RateLimit {
+    /// No limit.
+    pub const NONE: RateLimit = RateLimit {
+        requests: 0,
+        window: Duration::from_secs(1),
+    };
+
+    /// The even spacing between requests this limit allows (zero when unlimited).
+    pub fn interval(&self) -> Duration {
+        if self.requests == 0 {
+            Duration::ZERO
+        } else {
+            self.window / self.requests
+        }
+    }
+}
+
+impl FromStr for RateLimit {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad =
+            || format!("{s:?} is not a rate; write requests/window, e.g. \"120/1m\" or \"5/1s\"");
+        let (n, w) = s.split_once('/').ok_or_else(bad)?;
+        let requests = n.trim().parse().map_err(|_| bad())?;
+        let window = humantime::parse_duration(w.trim()).map_err(|_| bad())?;
+        if window.is_zero() {
+            return Err(bad());
+        }
+        Ok(RateLimit { requests, window })
+    }
+}
+
+impl fmt::Display for RateLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}/{}",
+            self.requests,
+            humantime::format_duration(self.window)
+        )
+    }
+}
+
+impl Serialize for RateLimit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for RateLimit {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 /// The default User-Agent: names trawl and its version.
@@ -187,6 +285,18 @@ impl Default for CrawlConfig {
             max_pages: 0,
             user_agent: default_user_agent(),
             grace_period: Duration::from_secs(10),
+            ignore_robots: false,
+            delay: Duration::ZERO,
+            rate_limit: RateLimit::NONE,
+            max_crawl_delay: Duration::from_secs(30),
+            max_retry_after: Duration::from_secs(600),
+            max_attempts: 3,
+            retry_backoff: Duration::from_secs(1),
+            max_url_length: 2048,
+            max_path_segments: 32,
+            max_repeated_segments: 3,
+            max_pages_per_host: 0,
+            strip_session_ids: true,
         }
     }
 }
@@ -258,6 +368,12 @@ impl CrawlConfig {
             toml::Value::Table(t) => t,
             _ => unreachable!("a struct serialises to a table"),
         }
+    }
+
+    /// The least spacing between requests to one host from `delay` and `rate-limit`
+    /// (robots.txt may ask for more).
+    pub fn host_interval(&self) -> Duration {
+        self.delay.max(self.rate_limit.interval())
     }
 
     /// Check every value is in range.
@@ -391,6 +507,12 @@ mod tests {
         assert_eq!("2048".parse::<ByteSize>().unwrap(), ByteSize(2048));
         assert!("ten".parse::<ByteSize>().is_err());
         assert!("5 parsecs".parse::<ByteSize>().is_err());
+        let r: RateLimit = "120/1m".parse().unwrap();
+        assert_eq!(r.interval(), Duration::from_millis(500));
+        assert_eq!(r.to_string().parse::<RateLimit>().unwrap(), r);
+        assert!("5".parse::<RateLimit>().is_err());
+        assert!("5/0s".parse::<RateLimit>().is_err());
+        assert_eq!(RateLimit::NONE.interval(), Duration::ZERO);
         let c = CrawlConfig::layered(None, &[("f", &patch("max-body = 4096"))]).unwrap();
         assert_eq!(c.max_body, ByteSize(4096));
     }

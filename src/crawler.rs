@@ -15,13 +15,16 @@ use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use crate::admit::{Gate, Limits};
-use crate::config::{ByteSize, ConfigPatch, CrawlConfig};
+use crate::config::{ByteSize, ConfigPatch, CrawlConfig, RateLimit};
 use crate::drain::Drain;
 use crate::fetch::Fetcher;
 use crate::frontier::dispatcher::Dispatcher;
-use crate::frontier::{Frontier, FrontierCounts};
+use crate::frontier::{Frontier, FrontierCounts, HostPolicy};
+use crate::politeness::robots::product_token;
+use crate::retry::RetryPolicy;
 use crate::stats::{RunCounts, Stats};
 use crate::store::{now_ms, OpenMode, Pending, SqliteStore, StoreWriter};
+use crate::traps::Traps;
 use crate::url_norm::{parse_seed, Scope, ScopeMode};
 use crate::worker::{PageEvent, PageHook, Worker};
 use crate::Error;
@@ -149,6 +152,30 @@ impl CrawlerBuilder {
         user_agent: String => "user-agent", toml::Value::String;
         /// Time in-flight fetches get after a stop is asked for (`grace-period`).
         grace_period: Duration => "grace-period", duration;
+        /// Ignore robots.txt (`ignore-robots`).
+        ignore_robots: bool => "ignore-robots", toml::Value::Boolean;
+        /// Least time between two requests to one host (`delay`).
+        delay: Duration => "delay", duration;
+        /// Most requests per host per window (`rate-limit`).
+        rate_limit: RateLimit => "rate-limit", |v: RateLimit| toml::Value::String(v.to_string());
+        /// Longest robots.txt Crawl-delay honoured (`max-crawl-delay`).
+        max_crawl_delay: Duration => "max-crawl-delay", duration;
+        /// Longest pause honoured from Retry-After (`max-retry-after`).
+        max_retry_after: Duration => "max-retry-after", duration;
+        /// Attempts per URL for transient faults (`max-attempts`).
+        max_attempts: u32 => "max-attempts", |v: u32| int(v.into());
+        /// Base of the backoff between attempts (`retry-backoff`).
+        retry_backoff: Duration => "retry-backoff", duration;
+        /// Longest URL admitted, 0 for none (`max-url-length`).
+        max_url_length: usize => "max-url-length", |v: usize| int(v as u64);
+        /// Most path segments in a URL, 0 for none (`max-path-segments`).
+        max_path_segments: usize => "max-path-segments", |v: usize| int(v as u64);
+        /// Most repeats of one path segment, 0 for none (`max-repeated-segments`).
+        max_repeated_segments: usize => "max-repeated-segments", |v: usize| int(v as u64);
+        /// Most URLs fetched from one host, 0 for none (`max-pages-per-host`).
+        max_pages_per_host: u64 => "max-pages-per-host", int;
+        /// Remove session IDs from canonical URLs (`strip-session-ids`).
+        strip_session_ids: bool => "strip-session-ids", toml::Value::Boolean;
     }
 
     /// Open the store and settle seeds and configuration. Nothing is fetched yet.
@@ -372,21 +399,32 @@ impl Crawler {
 
         let wake = Arc::new(Notify::new());
         let pending = Arc::new(Pending::default());
-        let frontier = Arc::new(Frontier::new(
-            config.per_host,
-            pending.clone(),
-            wake.clone(),
-        ));
+        let policy = HostPolicy {
+            per_host: config.per_host,
+            interval: config.host_interval(),
+            robots_agent: (!config.ignore_robots)
+                .then(|| product_token(&config.user_agent).to_ascii_lowercase()),
+            max_crawl_delay: config.max_crawl_delay,
+        };
+        let frontier = Arc::new(Frontier::new(policy, pending.clone(), wake.clone()));
         let _ = progress.frontier.set(frontier.clone());
         let drain = Drain::new(0, wake.clone());
         let limits = Limits {
             max_depth: config.max_depth,
             max_pages: config.max_pages,
             max_redirects: config.max_redirects,
+            max_pages_per_host: config.max_pages_per_host,
+        };
+        let traps = Traps {
+            max_url_length: config.max_url_length,
+            max_path_segments: config.max_path_segments,
+            max_repeated_segments: config.max_repeated_segments,
         };
         let gate = Arc::new(Gate::new(
             scope,
             limits,
+            traps,
+            config.strip_session_ids,
             pending.clone(),
             frontier.clone(),
             drain.clone(),
@@ -397,7 +435,11 @@ impl Crawler {
         for (id, name) in resumed.hosts {
             gate.restore_host(id, name);
         }
-        gate.restore_admitted(resumed.admitted);
+        for (host, until_ms) in resumed.paused {
+            let left = Duration::from_millis((until_ms - now_ms()).max(0) as u64);
+            frontier.pause(host, Instant::now() + left);
+        }
+        gate.restore_admitted(resumed.admitted, resumed.admitted_per_host);
         let mut queued_total = 0;
         for (host, n) in resumed.queued_per_host {
             queued_total += n;
@@ -421,6 +463,8 @@ impl Crawler {
 
         let cancel = CancellationToken::new();
         let (tx, rx) = async_channel::bounded(config.concurrency);
+        let robots_fetcher = fetcher.clone();
+        let agent = product_token(&config.user_agent).to_ascii_lowercase();
         let worker = Arc::new(Worker {
             fetcher,
             gate: gate.clone(),
@@ -429,6 +473,12 @@ impl Crawler {
             stats: progress.stats.clone(),
             cancel: cancel.clone(),
             hook,
+            agent,
+            retry: RetryPolicy {
+                max_attempts: config.max_attempts,
+                base: config.retry_backoff,
+                max_retry_after: config.max_retry_after,
+            },
         });
         let mut workers = tokio::task::JoinSet::new();
         for _ in 0..config.concurrency {
@@ -442,6 +492,8 @@ impl Crawler {
             writer: writer.clone(),
             wake: wake.clone(),
             cancel: cancel.clone(),
+            fetcher: robots_fetcher,
+            pending: pending.clone(),
         };
         let mut dispatch = tokio::spawn(dispatcher.run(tx));
 

@@ -31,8 +31,10 @@
 //! - [`extract`]: streaming link extraction with lol_html.
 //! - [`store`]: the SQLite file, its single writer thread, and resume.
 //! - [`export`]: the link graph and the pages out, streaming.
+//! - [`retry`]: which faults are retried, and the backoff between attempts.
 //! - [`link`]: link kinds shared by all of the above.
 //! - [`stats`]: run counters for progress and the summary.
+//! - [`traps`]: URL shapes that never end (limits on length, depth of path, repeats) and session IDs.
 
 pub mod admit;
 pub mod config;
@@ -44,13 +46,16 @@ pub mod extract;
 pub mod fetch;
 pub mod frontier;
 pub mod link;
+pub mod politeness;
+pub mod retry;
 pub mod stats;
 pub mod store;
+pub mod traps;
 pub mod url_norm;
 pub mod visited;
 pub mod worker;
 
-pub use config::{ByteSize, CrawlConfig};
+pub use config::{ByteSize, CrawlConfig, RateLimit};
 pub use crawler::{Crawler, CrawlerBuilder, Outcome, Progress, Summary};
 pub use error::Error;
 pub use link::LinkKind;

@@ -286,11 +286,23 @@ pub enum SkipReason {
     MaxPages,
     /// A redirect target past `--max-redirects` hops.
     MaxRedirects,
+    /// Disallowed by robots.txt (or robots.txt could not be read).
+    Robots,
+    /// Longer than `--max-url-length`.
+    UrlTooLong,
+    /// More path segments than `--max-path-segments`.
+    TooManySegments,
+    /// A path segment repeated more than `--max-repeated-segments` times.
+    RepeatedSegment,
+    /// The host's `--max-pages-per-host` budget was spent.
+    HostBudget,
+    /// Linked only from pages that said `nofollow` (meta robots or X-Robots-Tag).
+    Nofollow,
 }
 
 impl SkipReason {
     /// Every reason.
-    pub const ALL: [SkipReason; 7] = [
+    pub const ALL: [SkipReason; 13] = [
         SkipReason::OutOfScope,
         SkipReason::Excluded,
         SkipReason::NotIncluded,
@@ -298,6 +310,12 @@ impl SkipReason {
         SkipReason::MaxDepth,
         SkipReason::MaxPages,
         SkipReason::MaxRedirects,
+        SkipReason::Robots,
+        SkipReason::UrlTooLong,
+        SkipReason::TooManySegments,
+        SkipReason::RepeatedSegment,
+        SkipReason::HostBudget,
+        SkipReason::Nofollow,
     ];
 
     /// The stable kebab-case name stored in the database.
@@ -310,6 +328,12 @@ impl SkipReason {
             SkipReason::MaxDepth => "max-depth",
             SkipReason::MaxPages => "max-pages",
             SkipReason::MaxRedirects => "max-redirects",
+            SkipReason::Robots => "robots",
+            SkipReason::UrlTooLong => "url-too-long",
+            SkipReason::TooManySegments => "too-many-segments",
+            SkipReason::RepeatedSegment => "repeated-segment",
+            SkipReason::HostBudget => "max-pages-per-host",
+            SkipReason::Nofollow => "nofollow",
         }
     }
 }
@@ -704,7 +728,13 @@ mod tests {
                 "unsupported-scheme",
                 "max-depth",
                 "max-pages",
-                "max-redirects"
+                "max-redirects",
+                "robots",
+                "url-too-long",
+                "too-many-segments",
+                "repeated-segment",
+                "max-pages-per-host",
+                "nofollow"
             ]
         );
         for reason in SkipReason::ALL {

@@ -37,47 +37,74 @@ impl Hasher for PreHashed {
     }
 }
 
+/// Why a known URL is held back from fetching although it could still be fetched later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Held {
+    /// Not held: fetched, queued, or skipped for good.
+    #[default]
+    No,
+    /// Skipped for `max-depth`: a shorter path may bring it within the limit.
+    TooDeep,
+    /// Linked only from `nofollow` pages: a followed link may turn up.
+    Nofollow,
+}
+
 /// What the set knows of one URL, packed in 64 bits: id (39 bits, half a trillion URLs),
-/// depth (24 bits), and whether it was skipped for being too deep (1 bit).
+/// depth (23 bits), and why it is held back (2 bits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Seen {
     /// The URL's id.
     pub id: UrlId,
     /// Shallowest depth found.
     pub depth: u32,
-    /// Stored as skipped for `max-depth`.
-    pub too_deep: bool,
+    /// Held back from fetching, and why.
+    pub held: Held,
 }
 
 const ID_BITS: u32 = 39;
-const DEPTH_BITS: u32 = 24;
+const DEPTH_BITS: u32 = 23;
 const MAX_DEPTH: u32 = (1 << DEPTH_BITS) - 1;
+const HELD_SHIFT: u32 = ID_BITS + DEPTH_BITS;
 
 impl Seen {
     fn pack(self) -> u64 {
         debug_assert!(self.id < 1 << ID_BITS, "URL id {} out of range", self.id);
-        self.id
-            | (u64::from(self.depth.min(MAX_DEPTH)) << ID_BITS)
-            | (u64::from(self.too_deep) << 63)
+        let held = match self.held {
+            Held::No => 0u64,
+            Held::TooDeep => 1,
+            Held::Nofollow => 2,
+        };
+        self.id | (u64::from(self.depth.min(MAX_DEPTH)) << ID_BITS) | (held << HELD_SHIFT)
     }
+
     fn unpack(v: u64) -> Seen {
         Seen {
             id: v & ((1 << ID_BITS) - 1),
             depth: ((v >> ID_BITS) & u64::from(MAX_DEPTH)) as u32,
-            too_deep: v >> 63 == 1,
+            held: match v >> HELD_SHIFT {
+                1 => Held::TooDeep,
+                2 => Held::Nofollow,
+                _ => Held::No,
+            },
         }
+    }
+
+    /// Whether finding the URL again at `depth`, by a link that is (`follow`) or is not
+    /// followed, could change anything.
+    pub fn news(&self, depth: u32, follow: bool) -> bool {
+        depth < self.depth || (follow && self.held == Held::Nofollow)
     }
 }
 
-/// The outcome of [`Visited::lower_depth`].
+/// The outcome of [`Visited::found_again`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lowered {
     /// The known depth was already as shallow.
     No,
     /// The depth was lowered.
     Depth(UrlId),
-    /// The URL had been skipped for `max-depth` and is now within it: fetch it.
-    Requeue(UrlId),
+    /// The URL had been held back and now is not: fetch it at this depth.
+    Requeue(UrlId, u32),
 }
 
 /// See the module doc.
@@ -115,26 +142,40 @@ impl Visited {
         }
     }
 
-    /// A path of `depth` to the URL was found: keep it if shorter. `max_depth` (0 for no
-    /// limit) decides whether a URL skipped for depth is now to be fetched.
-    pub fn lower_depth(&self, hash: u128, depth: u32, max_depth: u32) -> Lowered {
+    /// The URL was found again at `depth`, by a link that is (`follow`) or is not
+    /// followed: keep the shorter depth, and release it if it was held back and no longer
+    /// is. `max_depth` is 0 for no limit.
+    pub fn found_again(&self, hash: u128, depth: u32, follow: bool, max_depth: u32) -> Lowered {
         let Some(mut v) = self.map.get_mut(&hash) else {
             return Lowered::No;
         };
         let mut seen = Seen::unpack(*v);
-        if depth >= seen.depth {
+        if !seen.news(depth, follow) {
             return Lowered::No;
         }
-        seen.depth = depth;
-        let requeue = seen.too_deep && (max_depth == 0 || depth <= max_depth);
-        if requeue {
-            seen.too_deep = false;
+        let shorter = depth < seen.depth;
+        seen.depth = seen.depth.min(depth);
+        let within = max_depth == 0 || seen.depth <= max_depth;
+        let release = match seen.held {
+            Held::TooDeep => shorter && within,
+            Held::Nofollow if follow => {
+                if !within {
+                    seen.held = Held::TooDeep;
+                }
+                within
+            }
+            _ => false,
+        };
+        if release {
+            seen.held = Held::No;
         }
         *v = seen.pack();
-        if requeue {
-            Lowered::Requeue(seen.id)
-        } else {
+        if release {
+            Lowered::Requeue(seen.id, seen.depth)
+        } else if shorter {
             Lowered::Depth(seen.id)
+        } else {
+            Lowered::No
         }
     }
 
@@ -157,7 +198,7 @@ mod tests {
         Seen {
             id,
             depth,
-            too_deep: false,
+            held: Held::No,
         }
     }
 
@@ -195,7 +236,12 @@ mod tests {
             Seen {
                 id: 12345,
                 depth: 7,
-                too_deep: true,
+                held: Held::TooDeep,
+            },
+            Seen {
+                id: 1,
+                depth: 0,
+                held: Held::Nofollow,
             },
         ] {
             assert_eq!(Seen::unpack(s.pack()), s);
@@ -203,23 +249,52 @@ mod tests {
     }
 
     #[test]
-    fn shorter_paths_win_and_requeue_too_deep_urls() {
+    fn shorter_paths_win_and_held_urls_are_released() {
         let v = Visited::new();
         v.insert_known(1, seen(5, 4));
-        assert_eq!(v.lower_depth(1, 4, 0), Lowered::No);
-        assert_eq!(v.lower_depth(1, 2, 0), Lowered::Depth(5));
+        assert_eq!(v.found_again(1, 4, true, 0), Lowered::No);
+        assert_eq!(v.found_again(1, 2, true, 0), Lowered::Depth(5));
         assert_eq!(v.get(1).unwrap().depth, 2);
         v.insert_known(
             2,
             Seen {
                 id: 6,
                 depth: 4,
-                too_deep: true,
+                held: Held::TooDeep,
             },
         );
-        assert_eq!(v.lower_depth(2, 3, 2), Lowered::Depth(6), "still too deep");
-        assert_eq!(v.lower_depth(2, 2, 2), Lowered::Requeue(6));
-        assert!(!v.get(2).unwrap().too_deep);
-        assert_eq!(v.lower_depth(9, 0, 0), Lowered::No, "unknown URL");
+        assert_eq!(
+            v.found_again(2, 3, true, 2),
+            Lowered::Depth(6),
+            "still too deep"
+        );
+        assert_eq!(v.found_again(2, 2, true, 2), Lowered::Requeue(6, 2));
+        assert_eq!(v.get(2).unwrap().held, Held::No);
+        // Held for nofollow: only a followed link releases it, at any depth within limits.
+        v.insert_known(
+            3,
+            Seen {
+                id: 7,
+                depth: 1,
+                held: Held::Nofollow,
+            },
+        );
+        assert_eq!(v.found_again(3, 5, false, 0), Lowered::No);
+        assert_eq!(v.found_again(3, 5, true, 0), Lowered::Requeue(7, 1));
+        v.insert_known(
+            4,
+            Seen {
+                id: 8,
+                depth: 3,
+                held: Held::Nofollow,
+            },
+        );
+        assert_eq!(v.found_again(4, 3, true, 2), Lowered::No);
+        assert_eq!(
+            v.get(4).unwrap().held,
+            Held::TooDeep,
+            "followed, but too deep"
+        );
+        assert_eq!(v.found_again(9, 0, true, 0), Lowered::No, "unknown URL");
     }
 }

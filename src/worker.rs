@@ -11,12 +11,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures_util::FutureExt;
+use reqwest::header::{DATE, RETRY_AFTER};
 use tokio_util::sync::CancellationToken;
 
 use crate::admit::Gate;
 use crate::extract::Extractor;
 use crate::fetch::{Fetcher, Response};
 use crate::frontier::{Frontier, QueuedUrl};
+use crate::retry::{self, RetryPolicy};
 use crate::stats::Stats;
 use crate::store::{now_ms, HostId, PageRecord, WriterHandle};
 
@@ -54,6 +56,16 @@ pub struct Worker {
     pub cancel: CancellationToken,
     /// The user's page hook.
     pub hook: Option<PageHook>,
+    /// When and how to try again.
+    pub retry: RetryPolicy,
+    /// Our product token (lower case), for agent-specific `X-Robots-Tag` directives.
+    pub agent: String,
+}
+
+/// One attempt at a URL: a result to store, or another try later.
+enum Attempt {
+    Done(PageRecord),
+    Retry(Instant),
 }
 
 /// Frees a host slot however the page ends.
@@ -71,7 +83,7 @@ impl Drop for Slot<'_> {
 impl Worker {
     /// Take pages from `rx` until it closes.
     pub async fn run(self: Arc<Self>, rx: async_channel::Receiver<QueuedUrl>) {
-        while let Ok(item) = rx.recv().await {
+        while let Ok(mut item) = rx.recv().await {
             let _slot = Slot {
                 frontier: &self.frontier,
                 host: item.host,
@@ -81,11 +93,19 @@ impl Worker {
                 continue;
             }
             let record = match AssertUnwindSafe(self.page(&item)).catch_unwind().await {
-                Ok(record) => record,
+                Ok(Attempt::Done(record)) => record,
+                Ok(Attempt::Retry(at)) => {
+                    // Keeps its drain guard while it waits.
+                    item.attempts += 1;
+                    self.frontier.retry_at(item, at);
+                    continue;
+                }
                 Err(panic) => PageRecord {
                     id: item.id,
+                    depth: item.depth,
                     failed: true,
                     fetched_at: now_ms(),
+                    attempts: item.attempts + 1,
                     error_kind: Some("panic"),
                     error: Some(panic_message(&panic)),
                     ..PageRecord::default()
@@ -101,17 +121,43 @@ impl Worker {
         }
     }
 
-    async fn page(&self, item: &QueuedUrl) -> PageRecord {
+    async fn page(&self, item: &QueuedUrl) -> Attempt {
         let start = Instant::now();
+        let attempts = item.attempts + 1;
         let mut rec = PageRecord {
             id: item.id,
             fetched_at: now_ms(),
             depth: self.gate.current_depth(&item.url, item.depth),
+            attempts,
             ..PageRecord::default()
         };
         match self.fetcher.get(&item.url).await {
-            Ok(resp) => self.response(item, resp, &mut rec).await,
-            Err(e) => fail(&mut rec, e.kind(), e.to_string()),
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                if retry::is_transient_status(status) {
+                    let asked = if retry::pauses_host(status) {
+                        let header = |h| resp.headers().get(h).and_then(|v| v.to_str().ok());
+                        self.retry.retry_after(header(RETRY_AFTER), header(DATE))
+                    } else {
+                        None
+                    };
+                    let wait = asked.unwrap_or_else(|| self.retry.backoff(item.attempts));
+                    let at = Instant::now() + wait;
+                    if retry::pauses_host(status) {
+                        self.frontier.pause(item.host, at);
+                    }
+                    if self.retry.may_retry(attempts) {
+                        return Attempt::Retry(at);
+                    }
+                }
+                self.response(item, resp, &mut rec).await
+            }
+            Err(e) => {
+                if retry::is_transient_error(&e) && self.retry.may_retry(attempts) {
+                    return Attempt::Retry(Instant::now() + self.retry.backoff(item.attempts));
+                }
+                fail(&mut rec, e.kind(), e.to_string())
+            }
         }
         rec.fetch_ms = start.elapsed().as_millis() as u64;
         if let Some(hook) = &self.hook {
@@ -121,7 +167,7 @@ impl Worker {
                 record: &rec,
             });
         }
-        rec
+        Attempt::Done(rec)
     }
 
     async fn response(&self, item: &QueuedUrl, mut resp: Response, rec: &mut PageRecord) {
@@ -181,6 +227,15 @@ impl Worker {
         first: Option<bytes::Bytes>,
     ) {
         let charset = rec.content_type.as_deref().and_then(charset_of);
+        let resp_robots: Option<String> = {
+            let values: Vec<&str> = resp
+                .headers()
+                .get_all("x-robots-tag")
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .collect();
+            (!values.is_empty()).then(|| values.join(","))
+        };
         let mut extractor = Extractor::new(item.url.clone(), charset);
         let mut parse_error = None;
         let mut size = 0u64;
@@ -220,7 +275,10 @@ impl Worker {
         match extracted {
             Ok(x) => {
                 rec.title = x.title;
-                rec.edges = self.gate.admit_links(item.id, rec.depth, x.links);
+                let header = robots_tag(resp_robots.as_deref(), &self.agent);
+                rec.noindex = x.meta_noindex || header.noindex;
+                let follow = !(x.meta_nofollow || header.nofollow);
+                rec.edges = self.gate.admit_links(item.id, rec.depth, x.links, follow);
             }
             Err(e) => fail(rec, "parse", e.to_string()),
         }
@@ -274,6 +332,43 @@ fn charset_of(content_type: &str) -> Option<&str> {
     })
 }
 
+/// Directives of an `X-Robots-Tag` header that apply to us.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct RobotsTag {
+    nofollow: bool,
+    noindex: bool,
+}
+
+/// Read `X-Robots-Tag` values (joined with commas): directives apply to every crawler
+/// unless prefixed by a user agent (`otherbot: noindex`), in which case only to that one.
+fn robots_tag(value: Option<&str>, agent: &str) -> RobotsTag {
+    let mut tag = RobotsTag::default();
+    let mut applies = true;
+    for part in value.unwrap_or("").split(',') {
+        let mut part = part.trim();
+        if let Some((who, rest)) = part.split_once(':') {
+            let who = who.trim();
+            // "unavailable_after: <date>" is a directive, not an agent.
+            if !who.eq_ignore_ascii_case("unavailable_after") {
+                applies = who.eq_ignore_ascii_case(agent);
+                part = rest.trim();
+            }
+        }
+        if !applies {
+            continue;
+        }
+        for word in part.split_ascii_whitespace() {
+            if word.eq_ignore_ascii_case("nofollow") || word.eq_ignore_ascii_case("none") {
+                tag.nofollow = true;
+            }
+            if word.eq_ignore_ascii_case("noindex") || word.eq_ignore_ascii_case("none") {
+                tag.noindex = true;
+            }
+        }
+    }
+    tag
+}
+
 fn looks_like_html(first: &[u8]) -> bool {
     let body = first.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(first);
     let Some(start) = body.iter().position(|b| !b.is_ascii_whitespace()) else {
@@ -316,5 +411,37 @@ mod tests {
         assert_eq!(charset_of("text/html"), None);
         assert!(looks_like_html(b"\xEF\xBB\xBF  <!DOCTYPE HTML><p>"));
         assert!(!looks_like_html(b"%PDF-1.4"));
+    }
+
+    #[test]
+    fn x_robots_tag() {
+        let t = |v: &str| robots_tag(Some(v), "trawl");
+        assert_eq!(
+            t("noindex"),
+            RobotsTag {
+                nofollow: false,
+                noindex: true
+            }
+        );
+        assert_eq!(
+            t("none"),
+            RobotsTag {
+                nofollow: true,
+                noindex: true
+            }
+        );
+        assert_eq!(t("otherbot: nofollow"), RobotsTag::default());
+        assert_eq!(
+            t("otherbot: noindex, trawl: nofollow"),
+            RobotsTag {
+                nofollow: true,
+                noindex: false
+            }
+        );
+        assert_eq!(
+            t("unavailable_after: 25 Jun 2010 15:00:00 PST, nofollow").nofollow,
+            true
+        );
+        assert_eq!(robots_tag(None, "trawl"), RobotsTag::default());
     }
 }

@@ -140,6 +140,9 @@ async fn a_crawl_whose_pages_all_fail_still_ends() {
             .db(&path)
             .seed(format!("http://127.0.0.1:{port}/"))
             .seed(format!("http://127.0.0.1:{port}/other"))
+            .ignore_robots(true)
+            .max_attempts(2)
+            .retry_backoff(Duration::from_millis(10))
             .build()
             .unwrap()
             .run(std::future::pending()),

@@ -12,9 +12,18 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::{Frontier, QueuedUrl, REFILL_BATCH};
+use std::time::Instant;
+
+use super::{Frontier, Pop, QueuedUrl, REFILL_BATCH};
 use crate::drain::Drain;
-use crate::store::{StoreError, WriterHandle};
+use crate::fetch::Fetcher;
+use crate::politeness::fetch_robots::{fetch_robots, RobotsOutcome};
+use crate::politeness::robots::Robots;
+use crate::store::{Pending, StoreError, WriterHandle};
+use crate::url_norm::SkipReason;
+
+/// Wait before reading an unavailable robots.txt again.
+const ROBOTS_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// What the dispatcher needs.
 pub struct Dispatcher {
@@ -28,6 +37,10 @@ pub struct Dispatcher {
     pub wake: Arc<Notify>,
     /// Stops dispatching.
     pub cancel: CancellationToken,
+    /// Reads robots.txt.
+    pub fetcher: Fetcher,
+    /// Where URLs skipped at dispatch are recorded.
+    pub pending: Arc<Pending>,
 }
 
 impl Dispatcher {
@@ -66,6 +79,7 @@ impl Dispatcher {
                                         depth: r.depth,
                                         host,
                                         chain: Vec::new(),
+                                        attempts: 0,
                                         guard,
                                     })
                                 })
@@ -78,15 +92,52 @@ impl Dispatcher {
                     }
                 });
             }
-            if let Some(item) = self.frontier.pop() {
-                tokio::select! {
-                    sent = tx.send(item) => if sent.is_err() { return Ok(()) },
-                    _ = self.cancel.cancelled() => return Ok(()),
+            let until = match self.frontier.pop(Instant::now()) {
+                Pop::Fetch(item) => {
+                    tokio::select! {
+                        sent = tx.send(item) => if sent.is_err() { return Ok(()) },
+                        _ = self.cancel.cancelled() => return Ok(()),
+                    }
+                    continue;
                 }
-                continue;
-            }
+                Pop::Robots { host, url } => {
+                    let fetcher = self.fetcher.clone();
+                    let frontier = self.frontier.clone();
+                    tokio::spawn(async move {
+                        match fetch_robots(&fetcher, url.clone()).await {
+                            RobotsOutcome::Rules(r) => frontier.robots_known(host, r),
+                            RobotsOutcome::AllowAll => {
+                                frontier.robots_known(host, Robots::allow_all())
+                            }
+                            RobotsOutcome::Unavailable(why) => {
+                                let retry_at = Instant::now() + ROBOTS_RETRY;
+                                if frontier.robots_unavailable(host, retry_at) {
+                                    tracing::warn!(%url, %why, "robots.txt unavailable: the host's URLs are skipped");
+                                } else {
+                                    tracing::info!(%url, %why, "robots.txt unavailable: will try again");
+                                }
+                            }
+                        }
+                    });
+                    continue;
+                }
+                Pop::Disallowed(item) => {
+                    // Recorded as skipped; dropping the item releases its count.
+                    self.pending.push_skip(item.id, SkipReason::Robots);
+                    continue;
+                }
+                Pop::Wait(until) => until,
+            };
+            // Sleep until something is due, or something changes.
+            let sleep = async {
+                match until {
+                    Some(t) => tokio::time::sleep_until(t.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 _ = notified => {}
+                _ = sleep => {}
                 _ = self.cancel.cancelled() => return Ok(()),
             }
         }

@@ -11,13 +11,16 @@
 
 pub mod dispatcher;
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 use url::Url;
 
 use crate::drain::DrainGuard;
+use crate::politeness::robots::Robots;
 use crate::store::{HostId, Pending, UrlId};
 
 /// URLs of one host held in memory before new ones spill to disk.
@@ -41,14 +44,38 @@ pub struct QueuedUrl {
     pub host: HostId,
     /// The URLs that redirected here, oldest first (empty unless reached by a redirect).
     pub chain: Vec<UrlId>,
+    /// Attempts already made (transient faults are retried).
+    pub attempts: u32,
     /// Its share of the drain counter.
     pub guard: DrainGuard,
+}
+
+/// Where a host's robots.txt stands.
+#[derive(Debug, Default)]
+enum RobotsState {
+    /// Not read yet (or expired): read it before any URL of the host.
+    #[default]
+    Unknown,
+    /// Being read: nothing of the host is dispatched meanwhile.
+    Fetching,
+    /// Read; valid until the instant.
+    Known(Arc<Robots>, Instant),
 }
 
 #[derive(Debug, Default)]
 struct HostQueue {
     queue: VecDeque<QueuedUrl>,
     in_flight: usize,
+    /// No request to the host starts before this (politeness spacing, 429/503 pauses).
+    next_at: Option<Instant>,
+    /// Spacing between request starts; zero for none.
+    interval: Duration,
+    /// In `State::timed`, waiting for `next_at`.
+    timed: bool,
+    /// The host's robots.txt, when trawl obeys it.
+    robots: RobotsState,
+    /// Failed attempts at reading robots.txt in a row.
+    robots_failures: u32,
     /// URLs of this host waiting on disk.
     spilled: u64,
     /// A refill has been asked for and not yet delivered.
@@ -63,6 +90,12 @@ struct State {
     /// Hosts that may have something to dispatch or need a refill; checked in turn, so
     /// hosts are served round robin.
     ready: VecDeque<HostId>,
+    /// Hosts waiting for their `next_at`, soonest first (entries may be stale: checked
+    /// against the host when they come due).
+    timed: BinaryHeap<Reverse<(Instant, HostId)>>,
+    /// URLs waiting to be tried again, soonest first.
+    retries: BinaryHeap<Reverse<Retry>>,
+    retry_seq: u64,
     /// Hosts whose memory queue should be refilled from disk.
     refill_requests: Vec<HostId>,
     queued_in_memory: usize,
@@ -70,11 +103,89 @@ struct State {
     in_flight: usize,
 }
 
+/// A URL waiting for its next attempt; ordered by time, then by arrival.
+#[derive(Debug)]
+struct Retry {
+    at: Instant,
+    seq: u64,
+    item: QueuedUrl,
+}
+
+impl PartialEq for Retry {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl Eq for Retry {}
+impl PartialOrd for Retry {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Retry {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(other.at, other.seq))
+    }
+}
+
+/// What the dispatcher should do next.
+#[derive(Debug)]
+pub enum Pop {
+    /// Fetch this URL; its host slot is taken until [`Frontier::release`].
+    Fetch(QueuedUrl),
+    /// Read this host's robots.txt first, then report with [`Frontier::robots_known`] or
+    /// [`Frontier::robots_unavailable`].
+    Robots {
+        /// The host.
+        host: HostId,
+        /// Its robots.txt.
+        url: Url,
+    },
+    /// robots.txt forbids this URL: record it as skipped.
+    Disallowed(QueuedUrl),
+    /// Nothing can start now; something may at this instant (or when woken).
+    Wait(Option<Instant>),
+}
+
+/// How the frontier treats hosts.
+#[derive(Debug, Clone)]
+pub struct HostPolicy {
+    /// Requests in flight to one host.
+    pub per_host: usize,
+    /// Least spacing between request starts to one host.
+    pub interval: Duration,
+    /// The product token robots.txt is read for; `None` ignores robots.txt.
+    pub robots_agent: Option<String>,
+    /// The longest Crawl-delay honoured.
+    pub max_crawl_delay: Duration,
+}
+
+impl HostPolicy {
+    /// `per_host` in flight, nothing else.
+    pub fn concurrency_only(per_host: usize) -> HostPolicy {
+        HostPolicy {
+            per_host,
+            interval: Duration::ZERO,
+            robots_agent: None,
+            max_crawl_delay: Duration::ZERO,
+        }
+    }
+}
+
+/// How long a robots.txt is trusted (RFC 9309 2.4: at most 24 hours).
+const ROBOTS_TTL: Duration = Duration::from_secs(24 * 3600);
+/// Failed reads of a robots.txt before the host is given up as all-disallowed.
+const ROBOTS_ATTEMPTS: u32 = 3;
+
 /// See the module doc.
 #[derive(Debug)]
 pub struct Frontier {
     state: Mutex<State>,
     per_host: usize,
+    /// Spacing between request starts to one host, from the configuration.
+    interval: Duration,
+    robots_agent: Option<String>,
+    max_crawl_delay: Duration,
     pending: Arc<Pending>,
     wake: Arc<Notify>,
 }
@@ -88,15 +199,21 @@ pub struct FrontierCounts {
     pub spilled: u64,
     /// Dispatched and not yet released.
     pub in_flight: usize,
+    /// Waiting for another attempt.
+    pub retrying: usize,
 }
 
 impl Frontier {
-    /// An empty frontier allowing `per_host` URLs of one host in flight; `wake` is
-    /// notified whenever something may have become dispatchable.
-    pub fn new(per_host: usize, pending: Arc<Pending>, wake: Arc<Notify>) -> Frontier {
+    /// An empty frontier allowing `per_host` URLs of one host in flight, their starts at
+    /// least `interval` apart; `wake` is notified whenever something may have become
+    /// dispatchable.
+    pub fn new(policy: HostPolicy, pending: Arc<Pending>, wake: Arc<Notify>) -> Frontier {
         Frontier {
             state: Mutex::new(State::default()),
-            per_host,
+            per_host: policy.per_host,
+            interval: policy.interval,
+            robots_agent: policy.robots_agent,
+            max_crawl_delay: policy.max_crawl_delay,
             pending,
             wake,
         }
@@ -113,7 +230,7 @@ impl Frontier {
         let h = st.host(host);
         h.spilled += count;
         st.spilled += count;
-        self.relist(&mut st, host);
+        self.relist(&mut st, host, Instant::now());
         drop(st);
         self.wake.notify_one();
     }
@@ -137,7 +254,7 @@ impl Frontier {
                 spills.push((host, item.id));
                 item.guard.spill();
             }
-            self.relist(&mut st, host);
+            self.relist(&mut st, host, Instant::now());
         }
         // Inside the lock: a refill asked for after this point must find these rows.
         if !spills.is_empty() {
@@ -154,33 +271,153 @@ impl Frontier {
         let host = item.host;
         st.host(host).queue.push_front(item);
         st.queued_in_memory += 1;
-        self.relist(&mut st, host);
+        self.relist(&mut st, host, Instant::now());
         drop(st);
         self.wake.notify_one();
     }
 
-    /// The next URL to fetch from a host under its concurrency limit, round robin over
-    /// hosts; the host's slot is taken until [`Frontier::release`].
-    pub fn pop(&self) -> Option<QueuedUrl> {
+    /// The next URL to fetch from a host under its concurrency limit and past its
+    /// politeness time, round robin over hosts; the host's slot is taken until
+    /// [`Frontier::release`].
+    pub fn pop(&self, now: Instant) -> Pop {
         let mut st = self.lock();
-        // A listed host is always dispatchable (only `pop` takes items or slots, and it
-        // unlists the host first), so the first one listed serves.
+        while st.retries.peek().is_some_and(|r| r.0.at <= now) {
+            let Reverse(r) = st.retries.pop().expect("peeked");
+            let host = r.item.host;
+            st.host(host).queue.push_front(r.item);
+            st.queued_in_memory += 1;
+            self.relist(&mut st, host, now);
+        }
+        while let Some(&Reverse((at, host))) = st.timed.peek() {
+            if at > now {
+                break;
+            }
+            st.timed.pop();
+            st.host(host).timed = false;
+            self.relist(&mut st, host, now);
+        }
+        // A listed host was dispatchable when listed; only time can have changed that.
         while let Some(host) = st.ready.pop_front() {
             let per_host = self.per_host;
             let h = st.host(host);
             h.listed = false;
-            if h.in_flight >= per_host {
+            if h.in_flight >= per_host || h.queue.is_empty() {
                 continue;
             }
-            if let Some(item) = h.queue.pop_front() {
-                h.in_flight += 1;
-                st.queued_in_memory -= 1;
-                st.in_flight += 1;
-                self.relist(&mut st, host);
-                return Some(item);
+            if h.next_at.is_some_and(|t| t > now) {
+                self.relist(&mut st, host, now);
+                continue;
             }
+            let mut rules = None;
+            if self.robots_agent.is_some() {
+                match &h.robots {
+                    RobotsState::Known(r, until) if *until > now => rules = Some(r.clone()),
+                    RobotsState::Fetching => continue,
+                    _ => {
+                        h.robots = RobotsState::Fetching;
+                        let front = &h.queue.front().expect("checked non-empty").url;
+                        if let Some(url) = crate::politeness::fetch_robots::robots_url(front) {
+                            return Pop::Robots { host, url };
+                        }
+                        h.robots =
+                            RobotsState::Known(Arc::new(Robots::allow_all()), now + ROBOTS_TTL);
+                    }
+                }
+            }
+            let item = h.queue.pop_front().expect("checked non-empty");
+            if let (Some(r), Some(agent)) = (rules, &self.robots_agent) {
+                if !r.is_allowed(agent, &item.url) {
+                    st.queued_in_memory -= 1;
+                    self.relist(&mut st, host, now);
+                    return Pop::Disallowed(item);
+                }
+            }
+            let h = st.host(host);
+            h.in_flight += 1;
+            let interval = h.interval.max(self.interval);
+            if !interval.is_zero() {
+                h.next_at = Some(now + interval);
+            }
+            st.queued_in_memory -= 1;
+            st.in_flight += 1;
+            self.relist(&mut st, host, now);
+            return Pop::Fetch(item);
         }
-        None
+        let next_host = st.timed.peek().map(|r| r.0 .0);
+        let next_retry = st.retries.peek().map(|r| r.0.at);
+        Pop::Wait(match (next_host, next_retry) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        })
+    }
+
+    /// No request to `host` starts before `until` (a 429 or 503 answer): every worker
+    /// waits, not only the one that saw it.
+    pub fn pause(&self, host: HostId, until: Instant) {
+        let left = until.saturating_duration_since(Instant::now());
+        self.pending
+            .push_pause(host, crate::store::now_ms() + left.as_millis() as i64);
+        let mut st = self.lock();
+        let h = st.host(host);
+        h.next_at = Some(h.next_at.map_or(until, |t| t.max(until)));
+        self.relist(&mut st, host, Instant::now());
+    }
+
+    /// Set a host's own spacing between requests (robots.txt Crawl-delay); the
+    /// configuration's spacing still applies when longer.
+    pub fn set_interval(&self, host: HostId, interval: Duration) {
+        let mut st = self.lock();
+        st.host(host).interval = interval;
+    }
+
+    /// A host's robots.txt was read (or found absent: pass `Robots::allow_all()`).
+    pub fn robots_known(&self, host: HostId, robots: Robots) {
+        let now = Instant::now();
+        let mut st = self.lock();
+        let delay = self
+            .robots_agent
+            .as_deref()
+            .and_then(|a| robots.crawl_delay(a))
+            .map(|d| d.min(self.max_crawl_delay))
+            .unwrap_or_default();
+        let h = st.host(host);
+        h.interval = delay;
+        h.robots_failures = 0;
+        h.robots = RobotsState::Known(Arc::new(robots), now + ROBOTS_TTL);
+        self.relist(&mut st, host, now);
+        drop(st);
+        self.wake.notify_one();
+    }
+
+    /// A host's robots.txt could not be read: try again at `retry_at`, and after
+    /// [`ROBOTS_ATTEMPTS`] failures treat the host as all-disallowed (RFC 9309 2.3.1.4).
+    /// Returns whether the host was given up.
+    pub fn robots_unavailable(&self, host: HostId, retry_at: Instant) -> bool {
+        let now = Instant::now();
+        let mut st = self.lock();
+        let h = st.host(host);
+        h.robots_failures += 1;
+        let given_up = h.robots_failures >= ROBOTS_ATTEMPTS;
+        if given_up {
+            h.robots = RobotsState::Known(Arc::new(Robots::disallow_all()), now + ROBOTS_TTL);
+        } else {
+            h.robots = RobotsState::Unknown;
+            h.next_at = Some(h.next_at.map_or(retry_at, |t| t.max(retry_at)));
+        }
+        self.relist(&mut st, host, now);
+        drop(st);
+        self.wake.notify_one();
+        given_up
+    }
+
+    /// Try `item` again at `at` (its host slot must be released separately).
+    pub fn retry_at(&self, item: QueuedUrl, at: Instant) {
+        let mut st = self.lock();
+        st.retry_seq += 1;
+        let seq = st.retry_seq;
+        st.retries.push(Reverse(Retry { at, seq, item }));
+        drop(st);
+        self.wake.notify_one();
     }
 
     /// A fetch of `host` finished: free its slot.
@@ -189,7 +426,7 @@ impl Frontier {
         let h = st.host(host);
         h.in_flight -= 1;
         st.in_flight -= 1;
-        self.relist(&mut st, host);
+        self.relist(&mut st, host, Instant::now());
         drop(st);
         self.wake.notify_one();
     }
@@ -217,7 +454,7 @@ impl Frontier {
         h.queue.extend(items);
         st.spilled -= taken;
         st.queued_in_memory += n;
-        self.relist(&mut st, host);
+        self.relist(&mut st, host, Instant::now());
         drop(st);
         self.wake.notify_one();
     }
@@ -229,28 +466,47 @@ impl Frontier {
             in_memory: st.queued_in_memory,
             spilled: st.spilled,
             in_flight: st.in_flight,
+            retrying: st.retries.len(),
         }
     }
 
-    /// Put `host` on the ready list if it can dispatch, and ask for a refill if it runs
-    /// low on memory while URLs wait on disk.
-    fn relist(&self, st: &mut State, host: HostId) {
+    /// Put `host` on the ready list if it can dispatch now, on the timed list if it can
+    /// once its politeness time has passed, and ask for a refill if it runs low on
+    /// memory while URLs wait on disk.
+    fn relist(&self, st: &mut State, host: HostId, now: Instant) {
         let per_host = self.per_host;
         let h = st.host(host);
         let wants_refill = h.spilled > 0 && !h.refilling && h.queue.len() <= REFILL_AT;
         if wants_refill {
             h.refilling = true;
         }
-        let dispatchable = !h.queue.is_empty() && h.in_flight < per_host;
-        let list = dispatchable && !h.listed;
-        if list {
-            h.listed = true;
+        let mut list = false;
+        let mut timed = None;
+        let fetching_robots = matches!(h.robots, RobotsState::Fetching);
+        if !h.queue.is_empty() && h.in_flight < per_host && !fetching_robots {
+            match h.next_at {
+                Some(t) if t > now => {
+                    if !h.timed {
+                        h.timed = true;
+                        timed = Some(t);
+                    }
+                }
+                _ => {
+                    if !h.listed {
+                        h.listed = true;
+                        list = true;
+                    }
+                }
+            }
         }
         if wants_refill {
             st.refill_requests.push(host);
         }
         if list {
             st.ready.push_back(host);
+        }
+        if let Some(t) = timed {
+            st.timed.push(Reverse((t, host)));
         }
     }
 }
@@ -277,15 +533,66 @@ mod tests {
             depth: 0,
             host,
             chain: Vec::new(),
+            attempts: 0,
             guard: d.admit(),
         }
+    }
+
+    fn pop(f: &Frontier) -> Option<QueuedUrl> {
+        match f.pop(Instant::now()) {
+            Pop::Fetch(q) => Some(q),
+            Pop::Wait(_) => None,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn spacing_pauses_and_retries_wait_their_time() {
+        let wake = Arc::new(Notify::new());
+        let pending = Arc::new(Pending::default());
+        let policy = HostPolicy {
+            interval: Duration::from_secs(2),
+            ..HostPolicy::concurrency_only(4)
+        };
+        let f = Frontier::new(policy, pending, wake.clone());
+        let d = Drain::new(0, wake);
+        f.push((0..3).map(|i| item(&d, i, 0)).collect());
+        let t0 = Instant::now();
+        assert!(matches!(f.pop(t0), Pop::Fetch(q) if q.id == 0));
+        // The next start of host 0 is two seconds later, whatever the slots say.
+        match f.pop(t0) {
+            Pop::Wait(Some(at)) => assert_eq!(at, t0 + Duration::from_secs(2)),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(f.pop(t0 + Duration::from_secs(2)), Pop::Fetch(q) if q.id == 1));
+        // A pause moves the next start later still.
+        f.pause(0, t0 + Duration::from_secs(60));
+        assert!(matches!(
+            f.pop(t0 + Duration::from_secs(10)),
+            Pop::Wait(Some(_))
+        ));
+        assert!(matches!(f.pop(t0 + Duration::from_secs(60)), Pop::Fetch(q) if q.id == 2));
+        // A retry comes back at its time, ahead of its host's queue.
+        f.push(vec![item(&d, 7, 1)]);
+        let r = item(&d, 8, 1);
+        f.retry_at(r, t0 + Duration::from_secs(100));
+        assert!(matches!(f.pop(t0 + Duration::from_secs(61)), Pop::Fetch(q) if q.id == 7));
+        match f.pop(t0 + Duration::from_secs(62)) {
+            Pop::Wait(Some(at)) => assert_eq!(at, t0 + Duration::from_secs(100)),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(f.pop(t0 + Duration::from_secs(100)), Pop::Fetch(q) if q.id == 8));
     }
 
     fn setup(per_host: usize) -> (Frontier, Arc<Drain>, Arc<Pending>) {
         let wake = Arc::new(Notify::new());
         let pending = Arc::new(Pending::default());
         (
-            Frontier::new(per_host, pending.clone(), wake.clone()),
+            Frontier::new(
+                HostPolicy::concurrency_only(per_host),
+                pending.clone(),
+                wake.clone(),
+            ),
             Drain::new(0, wake),
             pending,
         )
@@ -296,13 +603,13 @@ mod tests {
         let (f, d, _) = setup(2);
         f.push((0..5).map(|i| item(&d, i, 0)).collect());
         f.push((10..12).map(|i| item(&d, i, 1)).collect());
-        let order: Vec<_> = std::iter::from_fn(|| f.pop()).map(|q| q.id).collect();
+        let order: Vec<_> = std::iter::from_fn(|| pop(&f)).map(|q| q.id).collect();
         // Two of host 0, interleaved with host 1, then host 0 is at its limit.
         assert_eq!(order, vec![0, 10, 1, 11]);
         assert_eq!(f.counts().in_flight, 4);
         f.release(0);
-        assert_eq!(f.pop().map(|q| q.id), Some(2));
-        assert!(f.pop().is_none());
+        assert_eq!(pop(&f).map(|q| q.id), Some(2));
+        assert!(pop(&f).is_none());
     }
 
     #[test]
@@ -319,7 +626,7 @@ mod tests {
         // Drain memory down to the refill mark: one refill is asked for, once.
         let mut popped = Vec::new();
         while f.counts().in_memory > REFILL_AT {
-            let q = f.pop().unwrap();
+            let q = pop(&f).unwrap();
             f.release(3);
             popped.push(q);
         }
@@ -335,6 +642,7 @@ mod tests {
                 depth: 0,
                 host: 3,
                 chain: Vec::new(),
+                attempts: 0,
                 guard: d.adopt(),
             })
             .collect();

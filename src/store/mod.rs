@@ -178,6 +178,8 @@ pub struct PageRecord {
     pub id: UrlId,
     /// Its depth when fetched (it may have been found along a shorter path since queued).
     pub depth: u32,
+    /// Attempts made, this one included.
+    pub attempts: u32,
     /// `Done` or `Failed`.
     pub failed: bool,
     /// HTTP status, when a response came.
@@ -190,6 +192,8 @@ pub struct PageRecord {
     pub truncated: bool,
     /// `<title>`.
     pub title: Option<String>,
+    /// The page asked not to be indexed (meta robots or X-Robots-Tag).
+    pub noindex: bool,
     /// When the request started, Unix ms.
     pub fetched_at: i64,
     /// Request start to body end.
@@ -233,6 +237,10 @@ pub struct PendingRows {
     pub depths: Vec<(UrlId, u32)>,
     /// URLs skipped for `max-depth` that a shorter path brought within it: (url, depth).
     pub requeues: Vec<(UrlId, u32)>,
+    /// Hosts paused by a 429 or 503: (host, until Unix ms), so a restart honours them.
+    pub pauses: Vec<(HostId, i64)>,
+    /// Queued URLs decided against at dispatch (robots.txt): (url, reason).
+    pub skips: Vec<(UrlId, SkipReason)>,
 }
 
 impl Pending {
@@ -261,6 +269,16 @@ impl Pending {
         self.lock().requeues.push((id, depth));
     }
 
+    /// Record a queued URL as skipped.
+    pub fn push_skip(&self, id: UrlId, reason: SkipReason) {
+        self.lock().skips.push((id, reason));
+    }
+
+    /// Record a host's pause.
+    pub fn push_pause(&self, host: HostId, until_ms: i64) {
+        self.lock().pauses.push((host, until_ms));
+    }
+
     /// Take everything appended so far.
     pub fn take(&self) -> Option<PendingRows> {
         let mut g = self.lock();
@@ -269,6 +287,8 @@ impl Pending {
             && g.spills.is_empty()
             && g.depths.is_empty()
             && g.requeues.is_empty()
+            && g.pauses.is_empty()
+            && g.skips.is_empty()
         {
             return None;
         }

@@ -20,7 +20,10 @@ use super::{now_ms, HostId, StoreError, UrlId, UrlState};
 const APPLICATION_ID: i64 = 0x7472_776c;
 
 /// Schema migrations, in order; `PRAGMA user_version` is the number applied.
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/0001_init.sql"),
+    include_str!("../../migrations/0002_politeness.sql"),
+];
 
 /// How a store is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,12 +54,16 @@ pub struct CrawlRow {
 pub struct Resumed {
     /// Every host: id and name.
     pub hosts: Vec<(HostId, String)>,
+    /// Hosts paused until a Unix ms still in the future.
+    pub paused: Vec<(HostId, i64)>,
     /// Queued URLs per host (all of them on disk, in the spill table).
     pub queued_per_host: HashMap<HostId, u64>,
     /// Largest URL id in use.
     pub max_url_id: Option<UrlId>,
     /// URLs that were admitted for fetching (not skipped): what `max-pages` counts.
     pub admitted: u64,
+    /// The same per host, for `max-pages-per-host`.
+    pub admitted_per_host: HashMap<HostId, u64>,
     /// Rows by state.
     pub done: u64,
     /// Rows that failed.
@@ -72,8 +79,8 @@ pub struct KnownUrl<'a> {
     pub key: &'a str,
     /// Its depth.
     pub depth: u32,
-    /// Skipped for `max-depth`.
-    pub too_deep: bool,
+    /// Why it was skipped, if it was.
+    pub skip_reason: Option<&'a str>,
 }
 
 /// An open trawl database.
@@ -323,6 +330,18 @@ impl SqliteStore {
             }
             let mut st = self
                 .conn
+                .prepare("SELECT id, paused_until FROM hosts WHERE paused_until > ?1")
+                .map_err(e)?;
+            let rows = st
+                .query_map([now_ms()], |r| {
+                    Ok((r.get::<_, i64>(0)? as HostId, r.get(1)?))
+                })
+                .map_err(e)?;
+            for row in rows {
+                out.paused.push(row.map_err(e)?);
+            }
+            let mut st = self
+                .conn
                 .prepare("SELECT host_id, count(*) FROM spill GROUP BY host_id")
                 .map_err(e)?;
             let rows = st
@@ -336,7 +355,7 @@ impl SqliteStore {
             }
             let mut st = self
                 .conn
-                .prepare("SELECT id, key, state, depth, skip_reason = 'max-depth' FROM urls")
+                .prepare("SELECT id, key, state, depth, skip_reason, host_id FROM urls")
                 .map_err(e)?;
             let mut rows = st.query([]).map_err(e)?;
             while let Some(r) = rows.next().map_err(e)? {
@@ -346,10 +365,19 @@ impl SqliteStore {
                     id,
                     key,
                     depth: r.get(3).map_err(e)?,
-                    too_deep: r.get::<_, Option<bool>>(4).map_err(e)?.unwrap_or(false),
+                    skip_reason: r
+                        .get_ref(4)
+                        .map_err(e)?
+                        .as_str_or_null()
+                        .map_err(|x| e(x.into()))?,
                 });
                 out.max_url_id = Some(out.max_url_id.map_or(id, |m| m.max(id)));
-                match UrlState::from_code(r.get(2).map_err(e)?) {
+                let state = UrlState::from_code(r.get(2).map_err(e)?);
+                if state != Some(UrlState::Skipped) {
+                    let host = r.get::<_, i64>(5).map_err(e)? as HostId;
+                    *out.admitted_per_host.entry(host).or_default() += 1;
+                }
+                match state {
                     Some(UrlState::Skipped) => {}
                     Some(UrlState::Done) => {
                         out.admitted += 1;

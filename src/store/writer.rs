@@ -169,6 +169,8 @@ fn write_pending(tx: &Transaction<'_>, pending: &Pending) -> rusqlite::Result<()
         spills,
         depths,
         requeues,
+        pauses,
+        skips,
     }) = pending.take()
     else {
         return Ok(());
@@ -224,6 +226,22 @@ fn write_pending(tx: &Transaction<'_>, pending: &Pending) -> rusqlite::Result<()
             st.execute(params![*id as i64, depth])?;
         }
     }
+    if !pauses.is_empty() {
+        let mut st = tx.prepare_cached(
+            "UPDATE hosts SET paused_until = max(coalesce(paused_until, 0), ?2) WHERE id = ?1",
+        )?;
+        for (host, until) in &pauses {
+            st.execute(params![host, until])?;
+        }
+    }
+    if !skips.is_empty() {
+        let mut st = tx.prepare_cached(
+            "UPDATE urls SET state = 3, skip_reason = ?2 WHERE id = ?1 AND state = 0",
+        )?;
+        for (id, reason) in &skips {
+            st.execute(params![*id as i64, reason.as_str()])?;
+        }
+    }
     Ok(())
 }
 
@@ -236,7 +254,7 @@ fn write_page(tx: &Transaction<'_>, rec: &PageRecord) -> rusqlite::Result<()> {
     let mut st = tx.prepare_cached(
         "UPDATE urls SET state = ?2, status = ?3, content_type = ?4, size = ?5, truncated = ?6,
                 title = ?7, fetched_at = ?8, fetch_ms = ?9, error_kind = ?10, error = ?11,
-                depth = min(depth, ?12)
+                depth = min(depth, ?12), attempts = ?13, noindex = ?14
          WHERE id = ?1",
     )?;
     let changed = st.execute(params![
@@ -252,6 +270,8 @@ fn write_page(tx: &Transaction<'_>, rec: &PageRecord) -> rusqlite::Result<()> {
         rec.error_kind,
         rec.error,
         rec.depth,
+        rec.attempts,
+        rec.noindex,
     ])?;
     debug_assert_eq!(changed, 1, "page {} has no row", rec.id);
     let mut st =

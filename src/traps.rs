@@ -1,0 +1,217 @@
+//! Crawler traps: URL shapes that can generate pages without end (calendars, relative
+//! links that nest a path deeper at every click, session IDs minted per visit).
+//!
+//! Each rule rejects a URL before it is admitted, and the rejection is stored as the
+//! URL's skip reason, so a report can show what was cut and why. Session IDs are not
+//! rejected but removed from the canonical key, so one page is not fetched once per
+//! session.
+
+use url::Url;
+
+use crate::url_norm::SkipReason;
+
+/// Trap limits from the configuration; 0 disables a limit.
+#[derive(Debug, Clone, Copy)]
+pub struct Traps {
+    /// Longest URL, in bytes.
+    pub max_url_length: usize,
+    /// Most path segments.
+    pub max_path_segments: usize,
+    /// Most times one path segment may occur in a path.
+    pub max_repeated_segments: usize,
+}
+
+impl Traps {
+    /// Whether `url` looks like a trap.
+    pub fn check(&self, url: &Url) -> Result<(), SkipReason> {
+        if self.max_url_length > 0 && url.as_str().len() > self.max_url_length {
+            return Err(SkipReason::UrlTooLong);
+        }
+        if self.max_path_segments == 0 && self.max_repeated_segments == 0 {
+            return Ok(());
+        }
+        let path = url.path();
+        let segments = || path.split('/').filter(|s| !s.is_empty());
+        if self.max_path_segments > 0 && segments().count() > self.max_path_segments {
+            return Err(SkipReason::TooManySegments);
+        }
+        if self.max_repeated_segments > 0 {
+            // Quadratic in the segment count, which the previous rule keeps small; no
+            // allocation on this per-new-URL path.
+            let all: Vec<&str> = segments().collect();
+            for (i, s) in all.iter().enumerate() {
+                let n = 1 + all[i + 1..].iter().filter(|t| *t == s).count();
+                if n > self.max_repeated_segments {
+                    return Err(SkipReason::RepeatedSegment);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Query parameters that carry a session, compared case-insensitively (`ASPSESSIONID`
+/// is a prefix: IIS appends random letters).
+const SESSION_PARAMS: &[&str] = &[
+    "jsessionid",
+    "phpsessid",
+    "sid",
+    "sessionid",
+    "session_id",
+    "sessid",
+    "cfid",
+    "cftoken",
+];
+
+fn is_session_param(name: &str) -> bool {
+    SESSION_PARAMS.iter().any(|p| name.eq_ignore_ascii_case(p))
+        || name
+            .get(..12)
+            .is_some_and(|p| p.eq_ignore_ascii_case("aspsessionid"))
+}
+
+fn contains_ignore_case(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle))
+}
+
+/// Remove session IDs from a canonical key: `;jsessionid=...` path parameters and
+/// session query parameters. Returns whether anything was removed.
+///
+/// ```
+/// let mut key = "https://a.example/p;jsessionid=AB12?x=1&PHPSESSID=9&y=2".to_string();
+/// assert!(trawl::traps::strip_session_ids(&mut key));
+/// assert_eq!(key, "https://a.example/p?x=1&y=2");
+/// ```
+pub fn strip_session_ids(key: &mut String) -> bool {
+    let b = key.as_bytes();
+    // Cheap test first: almost no URL carries one.
+    if !(contains_ignore_case(b, b"sid")
+        || contains_ignore_case(b, b"sess")
+        || contains_ignore_case(b, b"cfid")
+        || contains_ignore_case(b, b"cftoken"))
+    {
+        return false;
+    }
+    let query_at = key.find('?');
+    let (head, query) = match query_at {
+        Some(i) => (&key[..i], Some(&key[i + 1..])),
+        None => (key.as_str(), None),
+    };
+    let mut out = String::with_capacity(key.len());
+    // Path parameter: ";jsessionid=..." up to the next '/' (or the end of the path).
+    let mut rest = head;
+    while let Some(i) = rest
+        .as_bytes()
+        .windows(12)
+        .position(|w| w.eq_ignore_ascii_case(b";jsessionid="))
+    {
+        out.push_str(&rest[..i]);
+        let after = &rest[i..];
+        let end = after.find('/').unwrap_or(after.len());
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    if let Some(q) = query {
+        let kept: Vec<&str> = q
+            .split('&')
+            .filter(|pair| {
+                let name = pair.split('=').next().unwrap_or("");
+                !is_session_param(name)
+            })
+            .collect();
+        if !kept.is_empty() {
+            out.push('?');
+            out.push_str(&kept.join("&"));
+        }
+    }
+    if out.len() == key.len() {
+        return false;
+    }
+    *key = out;
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn traps() -> Traps {
+        Traps {
+            max_url_length: 60,
+            max_path_segments: 6,
+            max_repeated_segments: 2,
+        }
+    }
+
+    fn check(u: &str) -> Result<(), SkipReason> {
+        traps().check(&Url::parse(u).unwrap())
+    }
+
+    #[test]
+    fn trap_rules() {
+        assert_eq!(check("http://a.example/x/y/z"), Ok(()));
+        assert_eq!(
+            check(&format!("http://a.example/{}", "q".repeat(80))),
+            Err(SkipReason::UrlTooLong)
+        );
+        assert_eq!(
+            check("http://a.example/1/2/3/4/5/6/7"),
+            Err(SkipReason::TooManySegments)
+        );
+        assert_eq!(
+            check("http://a.example/a/b/a/b/a"),
+            Err(SkipReason::RepeatedSegment)
+        );
+        assert_eq!(check("http://a.example/a/b/a/b"), Ok(()));
+        let off = Traps {
+            max_url_length: 0,
+            max_path_segments: 0,
+            max_repeated_segments: 0,
+        };
+        assert_eq!(
+            off.check(&Url::parse("http://a.example/a/a/a/a/a/a/a/a").unwrap()),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn session_ids() {
+        let cases = [
+            ("http://a.example/p?sid=1", "http://a.example/p", true),
+            (
+                "http://a.example/p?a=1&SID=2&b=3",
+                "http://a.example/p?a=1&b=3",
+                true,
+            ),
+            (
+                "http://a.example/p;JSESSIONID=x/q?z",
+                "http://a.example/p/q?z",
+                true,
+            ),
+            (
+                "http://a.example/p?ASPSESSIONIDQQ=abc",
+                "http://a.example/p",
+                true,
+            ),
+            (
+                "http://a.example/p?sidebar=1",
+                "http://a.example/p?sidebar=1",
+                false,
+            ),
+            (
+                "http://a.example/session/p",
+                "http://a.example/session/p",
+                false,
+            ),
+            ("http://a.example/p?x=1", "http://a.example/p?x=1", false),
+        ];
+        for (input, want, changed) in cases {
+            let mut key = input.to_string();
+            assert_eq!(strip_session_ids(&mut key), changed, "{input}");
+            assert_eq!(key, want, "{input}");
+            // Idempotent.
+            assert!(!strip_session_ids(&mut key));
+        }
+    }
+}

@@ -1,0 +1,390 @@
+//! Politeness against a local server whose access log is the oracle: 429/503 pauses the
+//! whole host until Retry-After, even across a restart; transient faults are retried with
+//! backoff and recorded with their attempts; delays and rate limits space requests.
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::http::{header, StatusCode};
+use axum::response::{Html, IntoResponse};
+use axum::routing::get;
+use axum::Router;
+use support::adhoc::Adhoc;
+use trawl::{Crawler, CrawlerBuilder, Outcome};
+
+async fn crawl(builder: CrawlerBuilder) -> trawl::Summary {
+    tokio::time::timeout(
+        Duration::from_secs(120),
+        builder.build().unwrap().run(std::future::pending()),
+    )
+    .await
+    .expect("the crawl ends")
+    .unwrap()
+}
+
+fn row(db: &std::path::Path, key: &str) -> (i64, Option<i64>, Option<i64>, Option<String>) {
+    rusqlite::Connection::open(db)
+        .unwrap()
+        .query_row(
+            "SELECT state, status, attempts, error_kind FROM urls WHERE key = ?1",
+            [key],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .unwrap()
+}
+
+fn hub(n: usize) -> String {
+    (0..n)
+        .map(|i| format!("<a href=\"/p/{i}\">{i}</a>"))
+        .collect()
+}
+
+/// `/` links to /limited and /p/0../p/{n-1}; /limited answers 429 with `retry_after` the
+/// first time, then 200.
+fn limited_site(n: usize, retry_after: &'static str) -> (Router, Arc<AtomicUsize>) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let home = format!("<a href=\"/limited\">l</a>{}", hub(n));
+    let app = Router::new()
+        .route("/", get(move || async move { Html(home) }))
+        .route(
+            "/limited",
+            get(move || {
+                let c = c.clone();
+                async move {
+                    if c.fetch_add(1, Ordering::SeqCst) == 0 {
+                        (
+                            StatusCode::TOO_MANY_REQUESTS,
+                            [(header::RETRY_AFTER, retry_after)],
+                            "slow down",
+                        )
+                            .into_response()
+                    } else {
+                        Html("ok").into_response()
+                    }
+                }
+            }),
+        )
+        .route(
+            "/p/{i}",
+            get(|| async {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                Html("page")
+            }),
+        );
+    (app, calls)
+}
+
+/// No request may start in (first 429 + slack, first 429 + pause - slack).
+fn assert_quiet_after_429(server: &Adhoc, pause: Duration) {
+    let t429 = server.hits("/limited")[0];
+    let slack = Duration::from_millis(100);
+    let early: Vec<_> = server
+        .all()
+        .into_iter()
+        .filter(|h| h.at > t429 + slack && h.at < t429 + pause - slack)
+        .collect();
+    assert!(early.is_empty(), "requests during the pause: {early:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_pauses_every_worker_until_retry_after() {
+    let (app, calls) = limited_site(30, "2");
+    let server = Adhoc::start(app).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("429.db");
+    let started = Instant::now();
+    let s = crawl(
+        Crawler::builder()
+            .db(&path)
+            .seed(format!("{}/", server.base))
+            .ignore_robots(true)
+            .concurrency(4)
+            .per_host(4),
+    )
+    .await;
+    assert_eq!(s.outcome, Outcome::Finished);
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    assert_quiet_after_429(&server, Duration::from_secs(2));
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "retried once");
+    let key = format!("{}/limited", server.base);
+    assert_eq!(row(&path, &key), (1, Some(200), Some(2), None));
+    let p = dir.path().join("429.db");
+    let paused: Option<i64> = rusqlite::Connection::open(&p)
+        .unwrap()
+        .query_row("SELECT paused_until FROM hosts LIMIT 1", [], |r| r.get(0))
+        .unwrap();
+    assert!(paused.is_some(), "the pause is stored");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_survives_a_restart() {
+    let (app, _calls) = limited_site(30, "3");
+    let server = Adhoc::start(app).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("restart.db");
+    // Stop the first run as soon as the 429 has been answered.
+    let log = server.log.clone();
+    let stop = async move {
+        loop {
+            if log.lock().unwrap().iter().any(|h| h.path == "/limited") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let s = Crawler::builder()
+        .db(&path)
+        .seed(format!("{}/", server.base))
+        .ignore_robots(true)
+        .concurrency(2)
+        .per_host(2)
+        .grace_period(Duration::from_millis(200))
+        .build()
+        .unwrap()
+        .run(stop)
+        .await
+        .unwrap();
+    assert_eq!(s.outcome, Outcome::Interrupted);
+    let s = crawl(Crawler::builder().db(&path)).await;
+    assert_eq!(s.outcome, Outcome::Finished);
+    assert_quiet_after_429(&server, Duration::from_secs(3));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transient_faults_are_retried_then_recorded() {
+    let flaky = Arc::new(AtomicUsize::new(0));
+    let f = flaky.clone();
+    let app = Router::new()
+        .route(
+            "/",
+            get(|| async { Html("<a href=/down>d</a><a href=/flaky>f</a><a href=/404>n</a>") }),
+        )
+        .route(
+            "/down",
+            get(|| async { (StatusCode::SERVICE_UNAVAILABLE, "down") }),
+        )
+        .route(
+            "/flaky",
+            get(move || {
+                let f = f.clone();
+                async move {
+                    if f.fetch_add(1, Ordering::SeqCst) < 2 {
+                        (StatusCode::BAD_GATEWAY, "oops").into_response()
+                    } else {
+                        Html("fine").into_response()
+                    }
+                }
+            }),
+        );
+    let server = Adhoc::start(app).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("retry.db");
+    crawl(
+        Crawler::builder()
+            .db(&path)
+            .seed(format!("{}/", server.base))
+            .ignore_robots(true)
+            .max_attempts(3)
+            .retry_backoff(Duration::from_millis(20)),
+    )
+    .await;
+    let b = &server.base;
+    assert_eq!(server.hits("/down").len(), 3);
+    assert_eq!(
+        row(&path, &format!("{b}/down")),
+        (1, Some(503), Some(3), None)
+    );
+    assert_eq!(server.hits("/flaky").len(), 3);
+    assert_eq!(
+        row(&path, &format!("{b}/flaky")),
+        (1, Some(200), Some(3), None)
+    );
+    assert_eq!(server.hits("/404").len(), 1, "a 404 is not retried");
+
+    // A refused connection is retried too, then recorded as failed.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let path = dir.path().join("refused.db");
+    crawl(
+        Crawler::builder()
+            .db(&path)
+            .seed(format!("http://127.0.0.1:{port}/"))
+            .ignore_robots(true)
+            .max_attempts(2)
+            .retry_backoff(Duration::from_millis(10)),
+    )
+    .await;
+    let r = row(&path, &format!("http://127.0.0.1:{port}/"));
+    assert_eq!((r.0, r.2, r.3.as_deref()), (2, Some(2), Some("connect")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delay_and_rate_limit_space_the_requests() {
+    for (delay, rate, gap) in [
+        (Some(Duration::from_millis(150)), None, 150),
+        (None, Some("10/1s"), 100),
+    ] {
+        let home = hub(6);
+        let app = Router::new()
+            .route("/", get(move || async move { Html(home) }))
+            .route("/p/{i}", get(|| async { Html("p") }));
+        let server = Adhoc::start(app).await;
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = Crawler::builder()
+            .db(dir.path().join("d.db"))
+            .seed(format!("{}/", server.base))
+            .ignore_robots(true)
+            .concurrency(8)
+            .per_host(8);
+        if let Some(d) = delay {
+            b = b.delay(d);
+        }
+        if let Some(r) = rate {
+            b = b.rate_limit(r.parse().unwrap());
+        }
+        crawl(b).await;
+        let times: Vec<_> = server.all().into_iter().map(|h| h.at).collect();
+        assert_eq!(times.len(), 7);
+        for w in times.windows(2) {
+            let d = w[1] - w[0];
+            assert!(
+                d >= Duration::from_millis(gap - 10),
+                "requests {d:?} apart, want at least {gap} ms"
+            );
+        }
+    }
+}
+
+fn robots_site(robots: &'static str, robots_status: StatusCode) -> Router {
+    Router::new()
+        .route(
+            "/robots.txt",
+            get(move || async move { (robots_status, robots) }),
+        )
+        .route(
+            "/",
+            get(|| async { Html("<a href=/a>a</a><a href=/private/x>p</a><a href=/b>b</a>") }),
+        )
+        .route("/a", get(|| async { Html("a") }))
+        .route("/b", get(|| async { Html("b") }))
+        .route("/private/x", get(|| async { Html("secret") }))
+}
+
+fn skip_reason(db: &std::path::Path, key: &str) -> Option<String> {
+    rusqlite::Connection::open(db)
+        .unwrap()
+        .query_row("SELECT skip_reason FROM urls WHERE key = ?1", [key], |r| {
+            r.get(0)
+        })
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn robots_txt_rules_and_crawl_delay_are_obeyed() {
+    let server = Adhoc::start(robots_site(
+        "User-agent: *\nDisallow: /private\nCrawl-delay: 0.2\n",
+        StatusCode::OK,
+    ))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("robots.db");
+    crawl(
+        Crawler::builder()
+            .db(&path)
+            .seed(format!("{}/", server.base))
+            .concurrency(4),
+    )
+    .await;
+    assert!(
+        server.hits("/private/x").is_empty(),
+        "disallowed, never fetched"
+    );
+    assert_eq!(
+        skip_reason(&path, &format!("{}/private/x", server.base)).as_deref(),
+        Some("robots")
+    );
+    assert_eq!(server.hits("/robots.txt").len(), 1, "read once per host");
+    let pages: Vec<_> = server
+        .all()
+        .into_iter()
+        .filter(|h| h.path != "/robots.txt")
+        .map(|h| h.at)
+        .collect();
+    assert_eq!(pages.len(), 3);
+    for w in pages.windows(2) {
+        assert!(
+            w[1] - w[0] >= Duration::from_millis(190),
+            "Crawl-delay honoured"
+        );
+    }
+
+    // The agent's own group wins over `*`, matched by product token.
+    let server = Adhoc::start(robots_site(
+        "User-agent: Trawl\nDisallow: /b\n\nUser-agent: *\nDisallow: /\n",
+        StatusCode::OK,
+    ))
+    .await;
+    let path = dir.path().join("group.db");
+    crawl(
+        Crawler::builder()
+            .db(&path)
+            .seed(format!("{}/", server.base))
+            .user_agent("Trawl/9.9 (+test)".to_string()),
+    )
+    .await;
+    assert_eq!(server.hits("/a").len(), 1);
+    assert!(server.hits("/b").is_empty());
+
+    // --ignore-robots: everything, and robots.txt is not even read.
+    let path = dir.path().join("ignore.db");
+    let server = Adhoc::start(robots_site("User-agent: *\nDisallow: /\n", StatusCode::OK)).await;
+    crawl(
+        Crawler::builder()
+            .db(&path)
+            .seed(format!("{}/", server.base))
+            .ignore_robots(true),
+    )
+    .await;
+    assert_eq!(server.hits("/private/x").len(), 1);
+    assert!(server.hits("/robots.txt").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn robots_txt_4xx_allows_and_5xx_disallows() {
+    let server = Adhoc::start(robots_site("gone", StatusCode::NOT_FOUND)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("404.db");
+    crawl(
+        Crawler::builder()
+            .db(&path)
+            .seed(format!("{}/", server.base)),
+    )
+    .await;
+    assert_eq!(server.hits("/private/x").len(), 1, "4xx: no rules");
+
+    let server = Adhoc::start(robots_site("oops", StatusCode::INTERNAL_SERVER_ERROR)).await;
+    let path = dir.path().join("500.db");
+    let s = crawl(
+        Crawler::builder()
+            .db(&path)
+            .seed(format!("{}/", server.base)),
+    )
+    .await;
+    assert_eq!(s.outcome, Outcome::Finished);
+    assert_eq!(
+        server.hits("/robots.txt").len(),
+        3,
+        "tried again before giving up"
+    );
+    assert!(server.hits("/").is_empty(), "nothing fetched without rules");
+    assert_eq!(
+        skip_reason(&path, &format!("{}/", server.base)).as_deref(),
+        Some("robots")
+    );
+}
