@@ -28,7 +28,8 @@
 //! - [`drain`]: the drain counter that says when the crawl is over.
 //! - [`worker`]: one page: fetch, extract while streaming, admit, record.
 //! - [`fetch`]: one HTTP request with timeouts and a body cap; no automatic redirects.
-//! - [`politeness`]: what trawl asks of each host before fetching from it (robots.txt).
+//! - [`politeness`]: what trawl asks of each host before fetching from it (robots.txt,
+//!   Retry-After).
 //! - [`extract`]: streaming link extraction with lol_html.
 //! - [`store`]: the SQLite file, its single writer thread, and resume.
 //! - [`export`]: the link graph and the pages out, streaming.
