@@ -30,6 +30,7 @@
 //! - [`fetch`]: one HTTP request with timeouts and a body cap; no automatic redirects.
 //! - [`politeness`]: what trawl asks of each host before fetching from it (robots.txt,
 //!   Retry-After).
+//! - [`sitemap`]: sitemaps.org documents (XML, gzip, plain text), parsed streaming.
 //! - [`extract`]: streaming link extraction with lol_html.
 //! - [`store`]: the SQLite file, its single writer thread, and resume.
 //! - [`export`]: the link graph and the pages out, streaming.
@@ -47,6 +48,7 @@ pub mod fetch;
 pub mod frontier;
 pub mod link;
 pub mod politeness;
+pub mod sitemap;
 pub mod stats;
 pub mod store;
 pub mod url_norm;
