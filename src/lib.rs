@@ -28,6 +28,9 @@
 //! - [`drain`]: the drain counter that says when the crawl is over.
 //! - [`worker`]: one page: fetch, extract while streaming, admit, record.
 //! - [`fetch`]: one HTTP request with timeouts and a body cap; no automatic redirects.
+//! - [`politeness`]: what trawl asks of each host before fetching from it (robots.txt,
+//!   Retry-After).
+//! - [`sitemap`]: sitemaps.org documents (XML, gzip, plain text), parsed streaming.
 //! - [`extract`]: streaming link extraction with lol_html.
 //! - [`store`]: the SQLite file, its single writer thread, and resume.
 //! - [`export`]: the link graph and the pages out, streaming.
@@ -48,6 +51,7 @@ pub mod frontier;
 pub mod link;
 pub mod politeness;
 pub mod retry;
+pub mod sitemap;
 pub mod stats;
 pub mod store;
 pub mod traps;

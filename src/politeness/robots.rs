@@ -442,7 +442,8 @@ mod tests {
     #[test]
     fn crawl_delay_of_own_group_else_global() {
         let robots = Robots::parse(
-            b"User-agent: *\nCrawl-delay: 2.5\n\nUser-agent: trawl\nCrawl-delay: 10\nDisallow: /x\n\
+            b"User-agent: *\nCrawl-delay: 2.5\nDisallow: /tmp\n\n\
+              User-agent: trawl\nCrawl-delay: 10\nDisallow: /x\n\
               User-agent: other\nDisallow: /\n",
         );
         assert_eq!(robots.crawl_delay("trawl"), Some(Duration::from_secs(10)));
@@ -467,6 +468,9 @@ mod tests {
         assert_eq!(robots.crawl_delay("trawl"), Some(Duration::ZERO));
     }
 
+    /// Google ignores crawl-delay lines, so they cannot end a run of user-agent lines
+    /// without `is_allowed` parting ways with Google; the delay then applies to the
+    /// whole run, which errs on the polite side.
     #[test]
     fn crawl_delay_does_not_end_the_user_agent_run() {
         let robots = Robots::parse(b"User-agent: a\nCrawl-delay: 3\nUser-agent: b\nDisallow: /\n");
