@@ -438,10 +438,7 @@ mod tests {
                 noindex: false
             }
         );
-        assert_eq!(
-            t("unavailable_after: 25 Jun 2010 15:00:00 PST, nofollow").nofollow,
-            true
-        );
+        assert!(t("unavailable_after: 25 Jun 2010 15:00:00 PST, nofollow").nofollow);
         assert_eq!(robots_tag(None, "trawl"), RobotsTag::default());
     }
 }
