@@ -1,0 +1,191 @@
+//! Crawler traps, nofollow and session IDs against a local server: endless calendars and
+//! ever-deeper relative links end within the limits; nofollow pages add edges but no
+//! fetches; session IDs do not multiply a page.
+
+mod support;
+
+use std::time::Duration;
+
+use axum::extract::Path;
+use axum::response::{Html, IntoResponse};
+use axum::routing::get;
+use axum::Router;
+use support::adhoc::Adhoc;
+use trawl::{Crawler, CrawlerBuilder, Outcome};
+
+async fn crawl(builder: CrawlerBuilder) -> trawl::Summary {
+    tokio::time::timeout(
+        Duration::from_secs(120),
+        builder.build().unwrap().run(std::future::pending()),
+    )
+    .await
+    .expect("the crawl ends")
+    .unwrap()
+}
+
+fn query<T: rusqlite::types::FromSql>(db: &std::path::Path, sql: &str, key: &str) -> T {
+    rusqlite::Connection::open(db)
+        .unwrap()
+        .query_row(sql, [key], |r| r.get(0))
+        .unwrap()
+}
+
+fn reasons(db: &std::path::Path) -> std::collections::BTreeMap<String, i64> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut st = conn
+        .prepare("SELECT skip_reason, count(*) FROM urls WHERE state = 3 GROUP BY 1")
+        .unwrap();
+    st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endless_calendars_and_nesting_paths_end_within_the_limits() {
+    let app = Router::new()
+        .route(
+            "/",
+            get(|| async { Html("<a href=/cal/2026/12>cal</a><a href=/deep/>deep</a>") }),
+        )
+        // Every month links to the next one, for ever.
+        .route(
+            "/cal/{y}/{m}",
+            get(|Path((y, m)): Path<(u32, u32)>| async move {
+                let (ny, nm) = if m == 12 { (y + 1, 1) } else { (y, m + 1) };
+                Html(format!("<a href=/cal/{ny}/{nm}>next</a>"))
+            }),
+        )
+        // A relative link that nests one level deeper at every click.
+        .route("/deep/", get(|| async { Html("<a href=more/>more</a>") }))
+        .route(
+            "/deep/{*rest}",
+            get(|| async { Html("<a href=more/>more</a>") }),
+        );
+    let server = Adhoc::start(app).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("traps.db");
+    let s = crawl(
+        Crawler::builder()
+            .db(&path)
+            .seed(format!("{}/", server.base))
+            .ignore_robots(true)
+            .max_pages_per_host(60),
+    )
+    .await;
+    assert_eq!(s.outcome, Outcome::Finished);
+    let r = reasons(&path);
+    assert_eq!(r.get("repeated-segment"), Some(&1), "{r:?}");
+    assert_eq!(r.get("max-pages-per-host"), Some(&1), "{r:?}");
+    assert_eq!(s.run.pages, 60);
+    // /deep/, /deep/more/ ... /deep/more/more/more/ (three "more"), then the trap.
+    let deep = server
+        .all()
+        .iter()
+        .filter(|h| h.path.starts_with("/deep"))
+        .count();
+    assert_eq!(deep, 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nofollow_pages_record_edges_but_discover_nothing() {
+    let app = Router::new()
+        .route(
+            "/",
+            get(|| async { Html("<a href=/nf>nf</a><a href=/xr>xr</a><a href=/p1>p1</a>") }),
+        )
+        .route(
+            "/nf",
+            get(|| async {
+                Html(
+                    "<meta name=robots content='noindex, nofollow'>\
+                     <a href=/only-nf>o</a><a href=/revive>r</a>",
+                )
+            }),
+        )
+        .route(
+            "/xr",
+            get(|| async {
+                (
+                    [("x-robots-tag", "nofollow")],
+                    Html("<a href=/only-xr>o</a>"),
+                )
+                    .into_response()
+            }),
+        )
+        // Found later through a followed link: must be fetched after all.
+        .route("/p1", get(|| async { Html("<a href=/revive>r</a>") }))
+        .route("/revive", get(|| async { Html("ok") }))
+        .route("/only-nf", get(|| async { Html("never") }))
+        .route("/only-xr", get(|| async { Html("never") }));
+    let server = Adhoc::start(app).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nf.db");
+    crawl(
+        Crawler::builder()
+            .db(&path)
+            .seed(format!("{}/", server.base))
+            .ignore_robots(true)
+            .concurrency(1),
+    )
+    .await;
+    let b = &server.base;
+    assert!(server.hits("/only-nf").is_empty());
+    assert!(server.hits("/only-xr").is_empty());
+    assert_eq!(
+        server.hits("/revive").len(),
+        1,
+        "revived by a followed link"
+    );
+    let reason: Option<String> = query(
+        &path,
+        "SELECT skip_reason FROM urls WHERE key = ?1",
+        &format!("{b}/only-nf"),
+    );
+    assert_eq!(reason.as_deref(), Some("nofollow"));
+    let nofollow_edges: i64 = query(
+        &path,
+        "SELECT count(*) FROM edges e JOIN urls s ON s.id = e.src WHERE s.key = ?1 AND e.nofollow = 1",
+        &format!("{b}/nf"),
+    );
+    assert_eq!(nofollow_edges, 2);
+    let noindex: Option<i64> = query(
+        &path,
+        "SELECT noindex FROM urls WHERE key = ?1",
+        &format!("{b}/nf"),
+    );
+    assert_eq!(noindex, Some(1));
+    let state: i64 = query(
+        &path,
+        "SELECT state FROM urls WHERE key = ?1",
+        &format!("{b}/revive"),
+    );
+    assert_eq!(state, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_ids_do_not_multiply_a_page() {
+    let app = Router::new()
+        .route(
+            "/",
+            get(|| async {
+                Html("<a href='/s?sid=1'>1</a><a href='/s?sid=2&PHPSESSID=x'>2</a><a href='/s;jsessionid=AB'>3</a><a href='/s?page=2&sid=9'>4</a>")
+            }),
+        )
+        .route("/s", get(|| async { Html("s") }));
+    let server = Adhoc::start(app).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sid.db");
+    crawl(
+        Crawler::builder()
+            .db(&path)
+            .seed(format!("{}/", server.base))
+            .ignore_robots(true),
+    )
+    .await;
+    let fetched: Vec<String> = server.all().into_iter().map(|h| h.path).collect();
+    // One fetch for /s (whichever spelling came first) and one for /s?page=2.
+    assert_eq!(fetched.len(), 3, "{fetched:?}");
+    let keys: i64 = query(&path, "SELECT count(*) FROM urls WHERE key LIKE ?1", "%/s%");
+    assert_eq!(keys, 2);
+}
