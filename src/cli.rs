@@ -141,6 +141,12 @@ pub struct CrawlOptions {
     /// Keep session IDs in canonical URLs (they are removed by default).
     #[arg(long)]
     pub keep_session_ids: bool,
+    /// An extra request header, "Name: value" (repeatable).
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// Do not keep cookies between requests (they are kept by default).
+    #[arg(long)]
+    pub no_cookies: bool,
 }
 
 /// How a crawl reports.
@@ -232,7 +238,14 @@ impl CrawlOptions {
                 t.insert(k.into(), toml::Value::String(v.clone()));
             }
         }
-        for (k, v) in [("include", &self.include), ("exclude", &self.exclude)] {
+        if self.no_cookies {
+            t.insert("cookies".into(), toml::Value::Boolean(false));
+        }
+        for (k, v) in [
+            ("include", &self.include),
+            ("exclude", &self.exclude),
+            ("headers", &self.headers),
+        ] {
             if !v.is_empty() {
                 t.insert(
                     k.into(),
@@ -285,6 +298,8 @@ mod tests {
             max_repeated_segments: Some(2),
             max_pages_per_host: Some(9),
             keep_session_ids: true,
+            headers: vec!["X-A: b".into()],
+            no_cookies: true,
         };
         let patch = opts.to_patch();
         let config = trawl::CrawlConfig::layered(None, &[("flags", &patch)]).unwrap();

@@ -192,6 +192,10 @@ pub struct CrawlConfig {
     pub max_pages_per_host: u64,
     /// Remove session IDs (`;jsessionid=`, `PHPSESSID`, `sid`, ...) from canonical URLs.
     pub strip_session_ids: bool,
+    /// Extra request headers, each `"Name: value"`.
+    pub headers: Vec<String>,
+    /// Keep cookies the sites set, for the whole crawl (not stored in the file).
+    pub cookies: bool,
 }
 
 /// A per-host request budget: `requests` per `window`.
@@ -260,6 +264,16 @@ impl<'de> Deserialize<'de> for RateLimit {
     }
 }
 
+/// Split `"Name: value"` into a valid header name and value.
+pub fn parse_header(
+    h: &str,
+) -> Option<(reqwest::header::HeaderName, reqwest::header::HeaderValue)> {
+    let (name, value) = h.split_once(':')?;
+    let name = reqwest::header::HeaderName::from_bytes(name.trim().as_bytes()).ok()?;
+    let value = reqwest::header::HeaderValue::from_str(value.trim()).ok()?;
+    Some((name, value))
+}
+
 /// The default User-Agent: names trawl and its version.
 pub fn default_user_agent() -> String {
     format!(
@@ -297,6 +311,8 @@ impl Default for CrawlConfig {
             max_repeated_segments: 3,
             max_pages_per_host: 0,
             strip_session_ids: true,
+            headers: Vec::new(),
+            cookies: true,
         }
     }
 }
@@ -423,6 +439,15 @@ impl CrawlConfig {
                 });
             }
         }
+        for h in &self.headers {
+            if parse_header(h).is_none() {
+                return Err(ConfigError::OutOfRange {
+                    key: "headers",
+                    value: format!("{h:?}"),
+                    expected: "\"Name: value\" with a valid header name and value",
+                });
+            }
+        }
         if self.user_agent.trim().is_empty()
             || reqwest::header::HeaderValue::from_str(&self.user_agent).is_err()
         {
@@ -453,7 +478,7 @@ mod tests {
         // Every option is documented there.
         let all = CrawlConfig::default().to_table();
         for key in all.keys() {
-            if key != "include" && key != "exclude" {
+            if !["include", "exclude", "headers"].contains(&key.as_str()) {
                 assert!(p.contains_key(key), "config/default.toml lacks {key}");
             }
         }
@@ -496,6 +521,12 @@ mod tests {
         ));
         let e = CrawlConfig::layered(None, &[("f", &patch("timeout = \"soon\""))]).unwrap_err();
         assert!(matches!(e, ConfigError::Invalid { .. }), "{e}");
+        let e =
+            CrawlConfig::layered(None, &[("f", &patch("headers = [\"no colon\"]"))]).unwrap_err();
+        assert!(
+            matches!(e, ConfigError::OutOfRange { key: "headers", .. }),
+            "{e}"
+        );
         let e = CrawlConfig::layered(None, &[("f", &patch("scope = \"planet\""))]).unwrap_err();
         assert!(matches!(e, ConfigError::Invalid { .. }), "{e}");
     }

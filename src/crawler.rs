@@ -176,6 +176,10 @@ impl CrawlerBuilder {
         max_pages_per_host: u64 => "max-pages-per-host", int;
         /// Remove session IDs from canonical URLs (`strip-session-ids`).
         strip_session_ids: bool => "strip-session-ids", toml::Value::Boolean;
+        /// Extra request headers, each "Name: value" (`headers`).
+        headers: Vec<String> => "headers", |v: Vec<String>| toml::Value::Array(v.into_iter().map(toml::Value::String).collect());
+        /// Keep cookies for the crawl (`cookies`).
+        cookies: bool => "cookies", toml::Value::Boolean;
     }
 
     /// Open the store and settle seeds and configuration. Nothing is fetched yet.

@@ -97,7 +97,15 @@ pub struct Response {
 impl Fetcher {
     /// A client with the configuration's timeouts, User-Agent and body cap.
     pub fn new(config: &CrawlConfig) -> Result<Fetcher, FetchError> {
+        let mut headers = HeaderMap::new();
+        for h in &config.headers {
+            if let Some((name, value)) = crate::config::parse_header(h) {
+                headers.append(name, value);
+            }
+        }
         let client = Client::builder()
+            .default_headers(headers)
+            .cookie_store(config.cookies)
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(config.connect_timeout)
             .read_timeout(config.read_timeout)

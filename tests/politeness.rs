@@ -388,3 +388,54 @@ async fn robots_txt_4xx_allows_and_5xx_disallows() {
         Some("robots")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_headers_and_cookies() {
+    use axum::http::HeaderMap;
+    let seen: Arc<std::sync::Mutex<Vec<(String, String, String)>>> = Arc::default();
+    let s2 = seen.clone();
+    let app = Router::new()
+        .route(
+            "/",
+            get(|| async {
+                (
+                    [(header::SET_COOKIE, "visit=42; Path=/")],
+                    Html("<a href=/check>c</a>"),
+                )
+            }),
+        )
+        .route(
+            "/check",
+            get(move |h: HeaderMap| {
+                let s2 = s2.clone();
+                async move {
+                    let get = |n: &str| {
+                        h.get(n)
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or("")
+                            .to_string()
+                    };
+                    s2.lock()
+                        .unwrap()
+                        .push((get("user-agent"), get("cookie"), get("x-team")));
+                    Html("ok")
+                }
+            }),
+        );
+    let server = Adhoc::start(app).await;
+    let dir = tempfile::tempdir().unwrap();
+    crawl(
+        Crawler::builder()
+            .db(dir.path().join("id.db"))
+            .seed(format!("{}/", server.base))
+            .ignore_robots(true)
+            .headers(vec!["X-Team: crawl-ops".into()]),
+    )
+    .await;
+    let got = seen.lock().unwrap().clone();
+    assert_eq!(got.len(), 1);
+    let (ua, cookie, team) = &got[0];
+    assert!(ua.starts_with("trawl/"), "{ua}");
+    assert_eq!(cookie, "visit=42");
+    assert_eq!(team, "crawl-ops");
+}
