@@ -156,6 +156,55 @@ impl Gate {
         id
     }
 
+    /// Whether `url` is known to the crawl.
+    pub fn is_known(&self, url: &Url) -> bool {
+        let mut key = String::new();
+        self.key_of(url, &mut key);
+        self.visited.get(key_hash(&key)).is_some()
+    }
+
+    /// Record a sitemap document read at `url` (listed by the index `parent`, if any) and
+    /// admit what it lists: pages (depth 1) for a URL set, further sitemap documents for
+    /// an index. Returns the document's id, its `sitemap` edges, and for an index the
+    /// documents to read next; `None` when a top-level document is already known (read in
+    /// an earlier run).
+    pub fn admit_sitemap(
+        &self,
+        url: &Url,
+        parent: Option<UrlId>,
+        entries: &[Url],
+        index: bool,
+    ) -> Option<(UrlId, Vec<Edge>, Vec<Url>)> {
+        let mut key = String::new();
+        let mut fresh = Vec::new();
+        let mut doc = url.clone();
+        doc.set_fragment(None);
+        if parent.is_none() && self.is_known(&doc) {
+            return None;
+        }
+        let forced = Some(Some(SkipReason::SitemapDoc));
+        let id = self.admit_one(doc, 0, parent, forced, true, &mut key, &mut fresh);
+        let mut edges = Vec::with_capacity(entries.len());
+        let mut children = Vec::new();
+        for entry in entries {
+            let mut e = entry.clone();
+            e.set_fragment(None);
+            let dst = if index {
+                children.push(e.clone());
+                self.admit_one(e, 0, Some(id), forced, true, &mut key, &mut fresh)
+            } else {
+                self.admit_one(e, 1, Some(id), None, true, &mut key, &mut fresh)
+            };
+            edges.push(Edge {
+                dst,
+                kind: LinkKind::Sitemap,
+                nofollow: false,
+            });
+        }
+        self.frontier.push(fresh);
+        Some((id, edges, children))
+    }
+
     /// Admit the links of a page fetched at `depth`; returns its edges in link order.
     /// When the page said `nofollow` (`follow` false), new URLs are recorded but not
     /// fetched, and every edge is marked nofollow.

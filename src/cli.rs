@@ -147,6 +147,9 @@ pub struct CrawlOptions {
     /// Do not keep cookies between requests (they are kept by default).
     #[arg(long)]
     pub no_cookies: bool,
+    /// Do not read sitemaps (robots.txt's Sitemap lines, /sitemap.xml).
+    #[arg(long)]
+    pub no_sitemaps: bool,
 }
 
 /// How a crawl reports.
@@ -241,6 +244,9 @@ impl CrawlOptions {
         if self.no_cookies {
             t.insert("cookies".into(), toml::Value::Boolean(false));
         }
+        if self.no_sitemaps {
+            t.insert("sitemaps".into(), toml::Value::Boolean(false));
+        }
         for (k, v) in [
             ("include", &self.include),
             ("exclude", &self.exclude),
@@ -300,6 +306,7 @@ mod tests {
             keep_session_ids: true,
             headers: vec!["X-A: b".into()],
             no_cookies: true,
+            no_sitemaps: true,
         };
         let patch = opts.to_patch();
         let config = trawl::CrawlConfig::layered(None, &[("flags", &patch)]).unwrap();

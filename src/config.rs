@@ -196,6 +196,9 @@ pub struct CrawlConfig {
     pub headers: Vec<String>,
     /// Keep cookies the sites set, for the whole crawl (not stored in the file).
     pub cookies: bool,
+    /// Read each host's sitemaps (listed in robots.txt, else `/sitemap.xml`) and crawl
+    /// what they list.
+    pub sitemaps: bool,
 }
 
 /// A per-host request budget: `requests` per `window`.
@@ -313,6 +316,7 @@ impl Default for CrawlConfig {
             strip_session_ids: true,
             headers: Vec::new(),
             cookies: true,
+            sitemaps: true,
         }
     }
 }

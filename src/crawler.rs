@@ -19,6 +19,7 @@ use crate::config::{ByteSize, ConfigPatch, CrawlConfig, RateLimit};
 use crate::drain::Drain;
 use crate::fetch::Fetcher;
 use crate::frontier::dispatcher::Dispatcher;
+use crate::frontier::prepare::Preparer;
 use crate::frontier::{Frontier, FrontierCounts, HostPolicy};
 use crate::politeness::robots::product_token;
 use crate::retry::RetryPolicy;
@@ -180,6 +181,8 @@ impl CrawlerBuilder {
         headers: Vec<String> => "headers", |v: Vec<String>| toml::Value::Array(v.into_iter().map(toml::Value::String).collect());
         /// Keep cookies for the crawl (`cookies`).
         cookies: bool => "cookies", toml::Value::Boolean;
+        /// Read sitemaps (`sitemaps`).
+        sitemaps: bool => "sitemaps", toml::Value::Boolean;
     }
 
     /// Open the store and settle seeds and configuration. Nothing is fetched yet.
@@ -408,6 +411,7 @@ impl Crawler {
             interval: config.host_interval(),
             robots_agent: (!config.ignore_robots)
                 .then(|| product_token(&config.user_agent).to_ascii_lowercase()),
+            prepare_hosts: config.sitemaps,
             max_crawl_delay: config.max_crawl_delay,
         };
         let frontier = Arc::new(Frontier::new(policy, pending.clone(), wake.clone()));
@@ -496,7 +500,14 @@ impl Crawler {
             writer: writer.clone(),
             wake: wake.clone(),
             cancel: cancel.clone(),
-            fetcher: robots_fetcher,
+            preparer: Preparer {
+                fetcher: robots_fetcher,
+                frontier: frontier.clone(),
+                gate: gate.clone(),
+                writer: writer.clone(),
+                robots: !config.ignore_robots,
+                sitemaps: config.sitemaps,
+            },
             pending: pending.clone(),
         };
         let mut dispatch = tokio::spawn(dispatcher.run(tx));

@@ -298,11 +298,14 @@ pub enum SkipReason {
     HostBudget,
     /// Linked only from pages that said `nofollow` (meta robots or X-Robots-Tag).
     Nofollow,
+    /// A sitemap document: read when its host is prepared, never fetched as a page (its
+    /// row turns to done once read).
+    SitemapDoc,
 }
 
 impl SkipReason {
     /// Every reason.
-    pub const ALL: [SkipReason; 13] = [
+    pub const ALL: [SkipReason; 14] = [
         SkipReason::OutOfScope,
         SkipReason::Excluded,
         SkipReason::NotIncluded,
@@ -316,6 +319,7 @@ impl SkipReason {
         SkipReason::RepeatedSegment,
         SkipReason::HostBudget,
         SkipReason::Nofollow,
+        SkipReason::SitemapDoc,
     ];
 
     /// The stable kebab-case name stored in the database.
@@ -334,6 +338,7 @@ impl SkipReason {
             SkipReason::RepeatedSegment => "repeated-segment",
             SkipReason::HostBudget => "max-pages-per-host",
             SkipReason::Nofollow => "nofollow",
+            SkipReason::SitemapDoc => "sitemap",
         }
     }
 }
@@ -734,7 +739,8 @@ mod tests {
                 "too-many-segments",
                 "repeated-segment",
                 "max-pages-per-host",
-                "nofollow"
+                "nofollow",
+                "sitemap"
             ]
         );
         for reason in SkipReason::ALL {

@@ -82,7 +82,7 @@ async fn max_pages_and_max_depth() {
     let hits: usize = server
         .hit_counts()
         .iter()
-        .filter(|(p, _)| p.as_str() != "/robots.txt")
+        .filter(|(p, _)| !["/robots.txt", "/sitemap.xml"].contains(&p.as_str()))
         .map(|(_, n)| n)
         .sum();
     assert_eq!(hits, 10);

@@ -250,7 +250,7 @@ async fn delay_and_rate_limit_space_the_requests() {
         }
         crawl(b).await;
         let times: Vec<_> = server.all().into_iter().map(|h| h.at).collect();
-        assert_eq!(times.len(), 7);
+        assert_eq!(times.len(), 8, "/sitemap.xml, / and six pages");
         for w in times.windows(2) {
             let d = w[1] - w[0];
             assert!(
@@ -316,7 +316,7 @@ async fn robots_txt_rules_and_crawl_delay_are_obeyed() {
         .filter(|h| h.path != "/robots.txt")
         .map(|h| h.at)
         .collect();
-    assert_eq!(pages.len(), 3);
+    assert_eq!(pages.len(), 4, "/sitemap.xml and three pages");
     for w in pages.windows(2) {
         assert!(
             w[1] - w[0] >= Duration::from_millis(190),
@@ -438,4 +438,103 @@ async fn identity_headers_and_cookies() {
     assert!(ua.starts_with("trawl/"), "{ua}");
     assert_eq!(cookie, "visit=42");
     assert_eq!(team, "crawl-ops");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_only_in_sitemaps_are_found() {
+    use std::io::Write;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(
+        b"<?xml version='1.0'?><urlset xmlns='http://www.sitemaps.org/schemas/sitemap/0.9'>\
+          <url><loc>/orphan2</loc></url></urlset>",
+    )
+    .unwrap();
+    let gz = gz.finish().unwrap();
+    let app = Router::new()
+        .route(
+            "/robots.txt",
+            get(|| async { "User-agent: *\nAllow: /\nSitemap: /maps/index.xml\n" }),
+        )
+        .route(
+            "/maps/index.xml",
+            get(|| async {
+                "<sitemapindex><sitemap><loc>/maps/a.xml</loc></sitemap>\
+                 <sitemap><loc>/maps/b.xml.gz</loc></sitemap></sitemapindex>"
+            }),
+        )
+        .route(
+            "/maps/a.xml",
+            get(|| async {
+                "<urlset><url><loc>/orphan</loc></url><url><loc>/p</loc></url></urlset>"
+            }),
+        )
+        .route(
+            "/maps/b.xml.gz",
+            get(move || async move { ([(header::CONTENT_TYPE, "application/gzip")], gz) }),
+        )
+        .route("/", get(|| async { Html("<a href=/p>p</a>") }))
+        .route("/p", get(|| async { Html("p") }))
+        .route("/orphan", get(|| async { Html("o") }))
+        .route("/orphan2", get(|| async { Html("o2") }));
+    let server = Adhoc::start(app).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sm.db");
+    let s = crawl(
+        Crawler::builder()
+            .db(&path)
+            .seed(format!("{}/", server.base)),
+    )
+    .await;
+    assert_eq!(s.outcome, Outcome::Finished);
+    for p in [
+        "/orphan",
+        "/orphan2",
+        "/p",
+        "/maps/index.xml",
+        "/maps/a.xml",
+    ] {
+        assert_eq!(server.hits(p).len(), 1, "{p}");
+    }
+    assert!(
+        server.hits("/sitemap.xml").is_empty(),
+        "robots.txt named the sitemaps"
+    );
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let sitemap_edges: i64 = conn
+        .query_row("SELECT count(*) FROM edges WHERE kind = 7", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(
+        sitemap_edges,
+        2 + 2 + 1,
+        "index->2 maps, a->2 pages, b->1 page"
+    );
+    let docs: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM urls WHERE skip_reason = 'sitemap' AND state = 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(docs, 3);
+
+    // Without Sitemap lines, /sitemap.xml is tried; resuming reads nothing again.
+    let app = Router::new()
+        .route(
+            "/sitemap.xml",
+            get(|| async { "<urlset><url><loc>/hidden</loc></url></urlset>" }),
+        )
+        .route("/", get(|| async { Html("home") }))
+        .route("/hidden", get(|| async { Html("h") }));
+    let server = Adhoc::start(app).await;
+    let path = dir.path().join("probe.db");
+    crawl(
+        Crawler::builder()
+            .db(&path)
+            .seed(format!("{}/", server.base)),
+    )
+    .await;
+    assert_eq!(server.hits("/hidden").len(), 1);
+    assert_eq!(server.hits("/sitemap.xml").len(), 1);
 }

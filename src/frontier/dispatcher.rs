@@ -14,16 +14,11 @@ use tokio_util::sync::CancellationToken;
 
 use std::time::Instant;
 
+use super::prepare::Preparer;
 use super::{Frontier, Pop, QueuedUrl, REFILL_BATCH};
 use crate::drain::Drain;
-use crate::fetch::Fetcher;
-use crate::politeness::fetch_robots::{fetch_robots, RobotsOutcome};
-use crate::politeness::robots::Robots;
 use crate::store::{Pending, StoreError, WriterHandle};
 use crate::url_norm::SkipReason;
-
-/// Wait before reading an unavailable robots.txt again.
-const ROBOTS_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// What the dispatcher needs.
 pub struct Dispatcher {
@@ -37,8 +32,8 @@ pub struct Dispatcher {
     pub wake: Arc<Notify>,
     /// Stops dispatching.
     pub cancel: CancellationToken,
-    /// Reads robots.txt.
-    pub fetcher: Fetcher,
+    /// Reads robots.txt and sitemaps.
+    pub preparer: Preparer,
     /// Where URLs skipped at dispatch are recorded.
     pub pending: Arc<Pending>,
 }
@@ -47,6 +42,9 @@ impl Dispatcher {
     /// Feed `tx` until the frontier drains or the crawl is cancelled. Returns an error
     /// only when the store failed while reading queued URLs back.
     pub async fn run(self, tx: async_channel::Sender<QueuedUrl>) -> Result<(), StoreError> {
+        // Host preparations end with the dispatcher (dropping the set aborts them): after a
+        // stop, nothing of theirs is needed.
+        let mut prep_tasks = tokio::task::JoinSet::new();
         let (refill_err_tx, mut refill_err) = tokio::sync::mpsc::unbounded_channel();
         loop {
             let notified = self.wake.notified();
@@ -58,6 +56,7 @@ impl Dispatcher {
             if self.cancel.is_cancelled() || self.drain.count() == 0 {
                 return Ok(());
             }
+            while prep_tasks.try_join_next().is_some() {}
             for host in self.frontier.take_refill_requests() {
                 let writer = self.writer.clone();
                 let frontier = self.frontier.clone();
@@ -101,24 +100,8 @@ impl Dispatcher {
                     continue;
                 }
                 Pop::Robots { host, url } => {
-                    let fetcher = self.fetcher.clone();
-                    let frontier = self.frontier.clone();
-                    tokio::spawn(async move {
-                        match fetch_robots(&fetcher, url.clone()).await {
-                            RobotsOutcome::Rules(r) => frontier.robots_known(host, r),
-                            RobotsOutcome::AllowAll => {
-                                frontier.robots_known(host, Robots::allow_all())
-                            }
-                            RobotsOutcome::Unavailable(why) => {
-                                let retry_at = Instant::now() + ROBOTS_RETRY;
-                                if frontier.robots_unavailable(host, retry_at) {
-                                    tracing::warn!(%url, %why, "robots.txt unavailable: the host's URLs are skipped");
-                                } else {
-                                    tracing::info!(%url, %why, "robots.txt unavailable: will try again");
-                                }
-                            }
-                        }
-                    });
+                    let guard = self.drain.admit();
+                    prep_tasks.spawn(self.preparer.clone().prepare(host, url, guard));
                     continue;
                 }
                 Pop::Disallowed(item) => {

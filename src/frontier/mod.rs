@@ -10,6 +10,7 @@
 //! The [`dispatcher`] is the only reader; workers push and release.
 
 pub mod dispatcher;
+pub mod prepare;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -133,8 +134,8 @@ impl Ord for Retry {
 pub enum Pop {
     /// Fetch this URL; its host slot is taken until [`Frontier::release`].
     Fetch(QueuedUrl),
-    /// Read this host's robots.txt first, then report with [`Frontier::robots_known`] or
-    /// [`Frontier::robots_unavailable`].
+    /// Prepare this host first (read its robots.txt, then report with
+    /// [`Frontier::robots_known`] or [`Frontier::robots_unavailable`]; read its sitemaps).
     Robots {
         /// The host.
         host: HostId,
@@ -156,6 +157,8 @@ pub struct HostPolicy {
     pub interval: Duration,
     /// The product token robots.txt is read for; `None` ignores robots.txt.
     pub robots_agent: Option<String>,
+    /// Prepare each host (robots.txt, sitemaps) before its first URL.
+    pub prepare_hosts: bool,
     /// The longest Crawl-delay honoured.
     pub max_crawl_delay: Duration,
 }
@@ -167,6 +170,7 @@ impl HostPolicy {
             per_host,
             interval: Duration::ZERO,
             robots_agent: None,
+            prepare_hosts: false,
             max_crawl_delay: Duration::ZERO,
         }
     }
@@ -185,6 +189,7 @@ pub struct Frontier {
     /// Spacing between request starts to one host, from the configuration.
     interval: Duration,
     robots_agent: Option<String>,
+    prepare_hosts: bool,
     max_crawl_delay: Duration,
     pending: Arc<Pending>,
     wake: Arc<Notify>,
@@ -212,6 +217,7 @@ impl Frontier {
             state: Mutex::new(State::default()),
             per_host: policy.per_host,
             interval: policy.interval,
+            prepare_hosts: policy.prepare_hosts || policy.robots_agent.is_some(),
             robots_agent: policy.robots_agent,
             max_crawl_delay: policy.max_crawl_delay,
             pending,
@@ -309,7 +315,7 @@ impl Frontier {
                 continue;
             }
             let mut rules = None;
-            if self.robots_agent.is_some() {
+            if self.prepare_hosts {
                 match &h.robots {
                     RobotsState::Known(r, until) if *until > now => rules = Some(r.clone()),
                     RobotsState::Fetching => continue,
@@ -361,6 +367,20 @@ impl Frontier {
         let h = st.host(host);
         h.next_at = Some(h.next_at.map_or(until, |t| t.max(until)));
         self.relist(&mut st, host, Instant::now());
+    }
+
+    /// Book a request start for `host` outside the queues (a sitemap read), keeping the
+    /// host's spacing: returns when it may start, and moves the host's next start after it.
+    pub fn book(&self, host: HostId) -> Instant {
+        let now = Instant::now();
+        let mut st = self.lock();
+        let h = st.host(host);
+        let start = h.next_at.map_or(now, |t| t.max(now));
+        let interval = h.interval.max(self.interval);
+        if !interval.is_zero() {
+            h.next_at = Some(start + interval);
+        }
+        start
     }
 
     /// Set a host's own spacing between requests (robots.txt Crawl-delay); the
