@@ -88,7 +88,13 @@ impl Extractor {
     }
 
     fn with_memory_limit(base: Url, encoding: Option<&str>, limit: usize) -> Extractor {
-        let state: Shared = Arc::new(Mutex::new(State::new(base)));
+        let mut state = State::new(base);
+        // Browsers encode a link's query in the document's encoding (the path is always
+        // UTF-8), so a legacy page's `?q=café` reaches the server as the page meant it.
+        state.query_encoding = encoding
+            .and_then(|l| encoding_rs::Encoding::for_label(l.as_bytes()))
+            .filter(|e| *e != encoding_rs::UTF_8 && e.is_ascii_compatible());
+        let state: Shared = Arc::new(Mutex::new(state));
         let settings = Settings {
             element_content_handlers: handlers(&state),
             encoding: encoding
@@ -180,6 +186,8 @@ struct State {
     next_title_is_svg: bool,
     meta_nofollow: bool,
     meta_noindex: bool,
+    /// The document's encoding when it is not UTF-8, for query strings.
+    query_encoding: Option<&'static encoding_rs::Encoding>,
 }
 
 impl State {
@@ -193,6 +201,27 @@ impl State {
             next_title_is_svg: false,
             meta_nofollow: false,
             meta_noindex: false,
+            query_encoding: None,
+        }
+    }
+
+    /// `value` resolved against the base, its query encoded in the document's encoding.
+    fn resolve(&self, value: &str) -> Option<Url> {
+        match self.query_encoding {
+            None => self.base.join(value).ok(),
+            Some(enc) => {
+                fn with(
+                    enc: &'static encoding_rs::Encoding,
+                ) -> impl for<'a> Fn(&'a str) -> std::borrow::Cow<'a, [u8]> {
+                    move |s| enc.encode(s).0
+                }
+                let encode = with(enc);
+                Url::options()
+                    .base_url(Some(&self.base))
+                    .encoding_override(Some(&encode))
+                    .parse(value)
+                    .ok()
+            }
         }
     }
 
@@ -202,7 +231,7 @@ impl State {
         if value.is_empty() || has_skipped_scheme(value) {
             return;
         }
-        let Ok(url) = self.base.join(value) else {
+        let Some(url) = self.resolve(value) else {
             return;
         };
         // The URL parser drops tabs and newlines anywhere, so "java\tscript:" only shows its
@@ -228,7 +257,7 @@ impl State {
             return;
         }
         let decoded = decode_entities(raw, true);
-        if let Ok(base) = self.base.join(trim_ascii_whitespace(&decoded)) {
+        if let Some(base) = self.resolve(trim_ascii_whitespace(&decoded)) {
             self.base = base;
         }
     }

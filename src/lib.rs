@@ -32,6 +32,7 @@
 //!   Retry-After).
 //! - [`sitemap`]: sitemaps.org documents (XML, gzip, plain text), parsed streaming.
 //! - [`extract`]: streaming link extraction with lol_html.
+//! - [`charset`]: the document encoding (BOM, header, meta, detection) and UTF-16 transcoding.
 //! - [`store`]: the SQLite file, its single writer thread, and resume.
 //! - [`export`]: the link graph and the pages out, streaming.
 //! - [`retry`]: which faults are retried, and the backoff between attempts.
@@ -40,6 +41,7 @@
 //! - [`traps`]: URL shapes that never end (limits on length, depth of path, repeats) and session IDs.
 
 pub mod admit;
+pub mod charset;
 pub mod config;
 pub mod crawler;
 pub mod drain;

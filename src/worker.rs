@@ -15,6 +15,7 @@ use reqwest::header::{DATE, RETRY_AFTER};
 use tokio_util::sync::CancellationToken;
 
 use crate::admit::Gate;
+use crate::charset;
 use crate::extract::Extractor;
 use crate::fetch::{Fetcher, Response};
 use crate::frontier::{Frontier, QueuedUrl};
@@ -226,7 +227,8 @@ impl Worker {
         rec: &mut PageRecord,
         first: Option<bytes::Bytes>,
     ) {
-        let charset = rec.content_type.as_deref().and_then(charset_of);
+        let content_type = rec.content_type.clone();
+        let header_charset = content_type.as_deref().and_then(charset_of);
         let resp_robots: Option<String> = {
             let values: Vec<&str> = resp
                 .headers()
@@ -236,28 +238,50 @@ impl Worker {
                 .collect();
             (!values.is_empty()).then(|| values.join(","))
         };
-        let mut extractor = Extractor::new(item.url.clone(), charset);
-        let mut parse_error = None;
-        let mut size = 0u64;
-        if let Some(first) = first {
-            size += first.len() as u64;
-            if let Err(e) = extractor.write(&first) {
-                parse_error = Some(e);
+        // Gather the first bytes until the encoding is decided (usually at once: a BOM
+        // or the header decides; otherwise a <meta> or the detector needs a few KB).
+        let mut prefix: Vec<u8> = first.map(|b| b.to_vec()).unwrap_or_default();
+        let mut ended = false;
+        let decided = loop {
+            if let Some(d) = charset::decide(&prefix, header_charset, ended) {
+                break d;
             }
-        }
-        while parse_error.is_none() {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => prefix.extend_from_slice(&chunk),
+                Ok(None) => ended = true,
+                Err(e) => {
+                    fail(rec, e.kind(), e.to_string());
+                    ended = true;
+                }
+            }
+        };
+        let (label, transcode) = charset::for_extractor(decided.encoding);
+        let mut transcoder = transcode.then(|| charset::Transcoder::new(decided.encoding));
+        let mut extractor = Extractor::new(item.url.clone(), Some(label));
+        let mut size = prefix.len() as u64;
+        let mut feed = |extractor: &mut Extractor, bytes: &[u8], last: bool| match &mut transcoder {
+            Some(t) => extractor.write(t.push(bytes, last)),
+            None => extractor.write(bytes),
+        };
+        let mut parse_error = feed(
+            &mut extractor,
+            &prefix[decided.bom_len.min(prefix.len())..],
+            ended,
+        )
+        .err();
+        drop(prefix);
+        while parse_error.is_none() && !ended {
             match resp.chunk().await {
                 Ok(Some(chunk)) => {
                     size += chunk.len() as u64;
-                    if let Err(e) = extractor.write(&chunk) {
-                        parse_error = Some(e);
-                    }
+                    parse_error = feed(&mut extractor, &chunk, false).err();
                 }
                 Ok(None) => {
+                    ended = true;
+                    parse_error = feed(&mut extractor, &[], true).err();
                     if let Err(e) = resp.probe_past_cap().await {
                         fail(rec, e.kind(), e.to_string());
                     }
-                    break;
                 }
                 Err(e) => {
                     // Keep the links read so far; the page is recorded as failed.

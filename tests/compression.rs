@@ -22,10 +22,7 @@ fn data(name: &str) -> Vec<u8> {
     std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
-fn encoded(
-    file: &'static str,
-    encoding: &'static str,
-) -> axum::routing::MethodRouter {
+fn encoded(file: &'static str, encoding: &'static str) -> axum::routing::MethodRouter {
     let body = data(file);
     get(move || {
         let body = body.clone();
@@ -93,7 +90,11 @@ async fn bombs_stop_at_the_cap_and_broken_streams_are_errors() {
         .unwrap()
     };
     for p in ["/bomb-gzip", "/bomb-deflate", "/bomb-br", "/bomb-zstd"] {
-        assert_eq!(row(p), (1, Some(cap as i64), 1, None), "{p} stops at the cap");
+        assert_eq!(
+            row(p),
+            (1, Some(cap as i64), 1, None),
+            "{p} stops at the cap"
+        );
     }
     for p in ["/html-gzip", "/html-br"] {
         let (state, size, truncated, err) = row(p);
