@@ -150,6 +150,18 @@ pub struct CrawlOptions {
     /// Do not read sitemaps (robots.txt's Sitemap lines, /sitemap.xml).
     #[arg(long)]
     pub no_sitemaps: bool,
+    /// A proxy to send requests through: http://, https:// or socks5:// (repeatable).
+    #[arg(long = "proxy", value_name = "URL")]
+    pub proxies: Vec<String>,
+    /// per-request (each request the next proxy) or per-host [default: per-request].
+    #[arg(long, value_name = "MODE", value_parser = ["per-request", "per-host"])]
+    pub proxy_rotation: Option<String>,
+    /// Failed connections that take a proxy out of rotation [default: 3].
+    #[arg(long, value_name = "N")]
+    pub proxy_max_failures: Option<u64>,
+    /// How long a failing proxy stays out of rotation [default: 5m].
+    #[arg(long, value_name = "DURATION")]
+    pub proxy_cooldown: Option<String>,
 }
 
 /// How a crawl reports.
@@ -217,6 +229,7 @@ impl CrawlOptions {
         int("max-path-segments", self.max_path_segments);
         int("max-repeated-segments", self.max_repeated_segments);
         int("max-pages-per-host", self.max_pages_per_host);
+        int("proxy-max-failures", self.proxy_max_failures);
         if self.keep_session_ids {
             t.insert("strip-session-ids".into(), toml::Value::Boolean(false));
         }
@@ -236,6 +249,8 @@ impl CrawlOptions {
             ("max-crawl-delay", &self.max_crawl_delay),
             ("max-retry-after", &self.max_retry_after),
             ("retry-backoff", &self.retry_backoff),
+            ("proxy-rotation", &self.proxy_rotation),
+            ("proxy-cooldown", &self.proxy_cooldown),
         ] {
             if let Some(v) = v {
                 t.insert(k.into(), toml::Value::String(v.clone()));
@@ -251,6 +266,7 @@ impl CrawlOptions {
             ("include", &self.include),
             ("exclude", &self.exclude),
             ("headers", &self.headers),
+            ("proxies", &self.proxies),
         ] {
             if !v.is_empty() {
                 t.insert(
@@ -307,6 +323,10 @@ mod tests {
             headers: vec!["X-A: b".into()],
             no_cookies: true,
             no_sitemaps: true,
+            proxies: vec!["http://127.0.0.1:1".into()],
+            proxy_rotation: Some("per-host".into()),
+            proxy_max_failures: Some(2),
+            proxy_cooldown: Some("1m".into()),
         };
         let patch = opts.to_patch();
         let config = trawl::CrawlConfig::layered(None, &[("flags", &patch)]).unwrap();

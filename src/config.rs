@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::proxy::Rotation;
 use crate::url_norm::ScopeMode;
 
 /// Options given explicitly, as TOML values keyed by option name. Later patches win.
@@ -199,6 +200,16 @@ pub struct CrawlConfig {
     /// Read each host's sitemaps (listed in robots.txt, else `/sitemap.xml`) and crawl
     /// what they list.
     pub sitemaps: bool,
+    /// Proxies requests go through (`http://`, `https://`, `socks5://` URLs); none means
+    /// direct connections.
+    pub proxies: Vec<String>,
+    /// `per-request` (each request takes the next proxy) or `per-host` (a host keeps one).
+    pub proxy_rotation: Rotation,
+    /// Failed connections in a row that take a proxy out of rotation.
+    pub proxy_max_failures: u32,
+    /// How long a failing proxy stays out of rotation before it is tried again.
+    #[serde(with = "humantime_serde")]
+    pub proxy_cooldown: Duration,
 }
 
 /// A per-host request budget: `requests` per `window`.
@@ -317,6 +328,10 @@ impl Default for CrawlConfig {
             headers: Vec::new(),
             cookies: true,
             sitemaps: true,
+            proxies: Vec::new(),
+            proxy_rotation: Rotation::PerRequest,
+            proxy_max_failures: 3,
+            proxy_cooldown: Duration::from_secs(300),
         }
     }
 }
@@ -443,6 +458,16 @@ impl CrawlConfig {
                 });
             }
         }
+        for p in &self.proxies {
+            if reqwest::Proxy::all(p.as_str()).is_err() || url::Url::parse(p).is_err() {
+                return Err(ConfigError::OutOfRange {
+                    key: "proxies",
+                    value: format!("{p:?}"),
+                    expected:
+                        "proxy URLs such as \"http://127.0.0.1:3128\" or \"socks5://10.0.0.2:1080\"",
+                });
+            }
+        }
         for h in &self.headers {
             if parse_header(h).is_none() {
                 return Err(ConfigError::OutOfRange {
@@ -482,7 +507,7 @@ mod tests {
         // Every option is documented there.
         let all = CrawlConfig::default().to_table();
         for key in all.keys() {
-            if !["include", "exclude", "headers"].contains(&key.as_str()) {
+            if !["include", "exclude", "headers", "proxies"].contains(&key.as_str()) {
                 assert!(p.contains_key(key), "config/default.toml lacks {key}");
             }
         }

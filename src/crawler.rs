@@ -183,6 +183,14 @@ impl CrawlerBuilder {
         cookies: bool => "cookies", toml::Value::Boolean;
         /// Read sitemaps (`sitemaps`).
         sitemaps: bool => "sitemaps", toml::Value::Boolean;
+        /// Proxies requests go through (`proxies`).
+        proxies: Vec<String> => "proxies", |v: Vec<String>| toml::Value::Array(v.into_iter().map(toml::Value::String).collect());
+        /// How requests spread over the proxies (`proxy-rotation`).
+        proxy_rotation: crate::proxy::Rotation => "proxy-rotation", |v: crate::proxy::Rotation| toml::Value::String(v.as_str().into());
+        /// Failures that take a proxy out of rotation (`proxy-max-failures`).
+        proxy_max_failures: u32 => "proxy-max-failures", |v: u32| int(v.into());
+        /// How long a failing proxy stays out (`proxy-cooldown`).
+        proxy_cooldown: Duration => "proxy-cooldown", duration;
     }
 
     /// Open the store and settle seeds and configuration. Nothing is fetched yet.

@@ -11,7 +11,10 @@ use reqwest::header::{HeaderMap, CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
 use reqwest::{Client, StatusCode};
 use url::Url;
 
+use std::sync::Arc;
+
 use crate::config::CrawlConfig;
+use crate::proxy::Pool;
 
 /// Why a fetch failed; [`FetchError::kind`] is what `urls.error_kind` records.
 #[derive(Debug, thiserror::Error)]
@@ -80,10 +83,12 @@ impl FetchError {
     }
 }
 
-/// The HTTP client for a crawl. Cheap to clone.
+/// The HTTP client for a crawl: one client per route (direct, or each proxy), sharing one
+/// cookie jar. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Fetcher {
-    client: Client,
+    routes: Arc<Vec<Client>>,
+    pool: Arc<Pool>,
     max_body: u64,
 }
 
@@ -95,7 +100,8 @@ pub struct Response {
 }
 
 impl Fetcher {
-    /// A client with the configuration's timeouts, User-Agent and body cap.
+    /// Clients with the configuration's timeouts, User-Agent, headers, cookies, proxies and
+    /// body cap.
     pub fn new(config: &CrawlConfig) -> Result<Fetcher, FetchError> {
         let mut headers = HeaderMap::new();
         for h in &config.headers {
@@ -103,37 +109,65 @@ impl Fetcher {
                 headers.append(name, value);
             }
         }
-        let client = Client::builder()
-            .default_headers(headers)
-            .cookie_store(config.cookies)
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(config.connect_timeout)
-            .read_timeout(config.read_timeout)
-            .timeout(config.timeout)
-            .user_agent(config.user_agent.clone())
-            .pool_max_idle_per_host(config.per_host)
-            .pool_idle_timeout(Duration::from_secs(30))
-            .tcp_nodelay(true)
-            .gzip(true)
-            .brotli(true)
-            .deflate(true)
-            .zstd(true)
-            .build()
-            .map_err(|e| FetchError::Client(e.to_string()))?;
+        let jar = Arc::new(reqwest::cookie::Jar::default());
+        let build = |proxy: Option<&str>| -> Result<Client, FetchError> {
+            let mut b = Client::builder()
+                .default_headers(headers.clone())
+                .redirect(reqwest::redirect::Policy::none())
+                .connect_timeout(config.connect_timeout)
+                .read_timeout(config.read_timeout)
+                .timeout(config.timeout)
+                .user_agent(config.user_agent.clone())
+                .pool_max_idle_per_host(config.per_host)
+                .pool_idle_timeout(Duration::from_secs(30))
+                .tcp_nodelay(true)
+                .gzip(true)
+                .brotli(true)
+                .deflate(true)
+                .zstd(true);
+            if config.cookies {
+                b = b.cookie_provider(jar.clone());
+            }
+            b = match proxy {
+                Some(p) => b.proxy(
+                    reqwest::Proxy::all(p)
+                        .map_err(|e| FetchError::Client(format!("proxy {p:?}: {e}")))?,
+                ),
+                None => b.no_proxy(),
+            };
+            b.build().map_err(|e| FetchError::Client(e.to_string()))
+        };
+        let routes = if config.proxies.is_empty() {
+            vec![build(None)?]
+        } else {
+            config
+                .proxies
+                .iter()
+                .map(|p| build(Some(p)))
+                .collect::<Result<_, _>>()?
+        };
+        let pool = Pool::new(
+            routes.len(),
+            config.proxy_rotation,
+            config.proxy_max_failures,
+            config.proxy_cooldown,
+        );
         Ok(Fetcher {
-            client,
+            routes: Arc::new(routes),
+            pool: Arc::new(pool),
             max_body: config.max_body.0,
         })
     }
 
     /// Send a GET for `url` and wait for the response head.
     pub async fn get(&self, url: &Url) -> Result<Response, FetchError> {
-        let inner = self
-            .client
-            .get(url.clone())
-            .send()
-            .await
-            .map_err(FetchError::from_reqwest)?;
+        let route = self.pool.pick(url.host_str().unwrap_or(""));
+        let sent = self.routes[route].get(url.clone()).send().await;
+        // Only a failure to connect says anything about the route (with a proxy, the
+        // proxy); the site's own errors travel back through a working proxy.
+        self.pool
+            .report(route, !matches!(&sent, Err(e) if e.is_connect()));
+        let inner = sent.map_err(FetchError::from_reqwest)?;
         Ok(Response {
             inner,
             max_body: self.max_body,

@@ -28,6 +28,7 @@
 //! - [`drain`]: the drain counter that says when the crawl is over.
 //! - [`worker`]: one page: fetch, extract while streaming, admit, record.
 //! - [`fetch`]: one HTTP request with timeouts and a body cap; no automatic redirects.
+//! - [`proxy`]: proxy rotation and taking failing proxies out of rotation.
 //! - [`politeness`]: what trawl asks of each host before fetching from it (robots.txt,
 //!   Retry-After).
 //! - [`sitemap`]: sitemaps.org documents (XML, gzip, plain text), parsed streaming.
@@ -52,6 +53,7 @@ pub mod fetch;
 pub mod frontier;
 pub mod link;
 pub mod politeness;
+pub mod proxy;
 pub mod retry;
 pub mod sitemap;
 pub mod stats;
