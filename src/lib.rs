@@ -30,7 +30,10 @@
 //! - [`fetch`]: one HTTP request with timeouts and a body cap; no automatic redirects.
 //! - [`extract`]: streaming link extraction with lol_html.
 //! - [`store`]: the SQLite file, its single writer thread, and resume.
-//! - [`export`]: the link graph and the pages out, streaming.
+//! - [`export`]: the link graph and the pages out, streaming (CSV, JSON Lines, GraphML,
+//!   DOT, sitemaps), with filters applied in SQL.
+//! - [`report`]: broken links, redirect chains, depths, top pages, orphans and a summary,
+//!   read from the file as tables, CSV or JSON.
 //! - [`link`]: link kinds shared by all of the above.
 //! - [`stats`]: run counters for progress and the summary.
 
@@ -44,6 +47,7 @@ pub mod extract;
 pub mod fetch;
 pub mod frontier;
 pub mod link;
+pub mod report;
 pub mod stats;
 pub mod store;
 pub mod url_norm;
