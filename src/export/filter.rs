@@ -137,6 +137,18 @@ impl Filter {
     }
 }
 
+/// SQL true when the Content-Type in `col` is HTML (`text/html` or
+/// `application/xhtml+xml`, any parameters, any case).
+pub(crate) fn is_html_sql(col: &str) -> String {
+    let mut any = Vec::new();
+    for t in ["text/html", "application/xhtml+xml"] {
+        any.push(format!("trim({col}) LIKE '{t}'"));
+        any.push(format!("trim({col}) LIKE '{t};%'"));
+        any.push(format!("trim({col}) LIKE '{t} %'"));
+    }
+    format!("({})", any.join(" OR "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,16 +201,4 @@ mod tests {
             conn.prepare(&f.edges_sql(EdgeOrder::BySource)).unwrap();
         }
     }
-}
-
-/// SQL true when the Content-Type in `col` is HTML (`text/html` or
-/// `application/xhtml+xml`, any parameters, any case).
-pub(crate) fn is_html_sql(col: &str) -> String {
-    let mut any = Vec::new();
-    for t in ["text/html", "application/xhtml+xml"] {
-        any.push(format!("trim({col}) LIKE '{t}'"));
-        any.push(format!("trim({col}) LIKE '{t};%'"));
-        any.push(format!("trim({col}) LIKE '{t} %'"));
-    }
-    format!("({})", any.join(" OR "))
 }

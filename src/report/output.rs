@@ -109,6 +109,8 @@ pub(super) struct Out<'a> {
     /// Table only: rows held to measure widths, until the widths are fixed.
     sample: Vec<Vec<Cell>>,
     widths: Option<Vec<usize>>,
+    /// Table only: columns whose sampled values are all numbers (or missing): right-aligned.
+    numeric: Vec<bool>,
 }
 
 impl<'a> Out<'a> {
@@ -121,6 +123,7 @@ impl<'a> Out<'a> {
             rows: 0,
             sample: Vec::new(),
             widths: None,
+            numeric: Vec::new(),
         }
     }
 
@@ -150,7 +153,7 @@ impl<'a> Out<'a> {
         match self.format {
             OutputFormat::Table => {
                 if self.widths.is_some() {
-                    self.table_line(&cells)?;
+                    self.table_line(&cells, false)?;
                 } else {
                     self.sample.push(cells);
                     if self.sample.len() >= TABLE_SAMPLE {
@@ -209,27 +212,38 @@ impl<'a> Out<'a> {
                 *w = (*w).max(cell.plain("-").chars().count());
             }
         }
+        self.numeric = (0..self.columns.len())
+            .map(|i| {
+                let mut values = self.sample.iter().map(|r| &r[i]);
+                values.clone().any(Cell::is_number)
+                    && values.all(|c| c.is_number() || *c == Cell::Null)
+            })
+            .collect();
         let header: Vec<Cell> = self
             .columns
             .iter()
             .map(|c| Cell::Text(c.to_string()))
             .collect();
         self.widths = Some(widths);
-        self.table_line(&header)?;
+        self.table_line(&header, true)?;
         for row in std::mem::take(&mut self.sample) {
-            self.table_line(&row)?;
+            self.table_line(&row, false)?;
         }
         Ok(())
     }
 
-    fn table_line(&mut self, cells: &[Cell]) -> Result<(), ReportError> {
+    fn table_line(&mut self, cells: &[Cell], header: bool) -> Result<(), ReportError> {
         let widths = self.widths.as_ref().expect("widths fixed first");
         let mut line = String::new();
         let last = cells.len().saturating_sub(1);
         for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
             let text = cell.plain("-");
             let pad = w.saturating_sub(text.chars().count());
-            if cell.is_number() {
+            // Numbers line up on the right only in all-number columns: in a mixed column
+            // (summary values) they would scatter.
+            let right = self.numeric.get(i).copied().unwrap_or(false)
+                && (header || cell.is_number() || *cell == Cell::Null);
+            if right {
                 line.extend(std::iter::repeat_n(' ', pad));
                 line.push_str(&text);
             } else {
@@ -284,7 +298,7 @@ mod tests {
                 vec![Cell::Text("long".into()), Cell::Int(123)],
             ],
         );
-        assert_eq!(t, "name  n\na       5\nlong  123\n");
+        assert_eq!(t, "name    n\na       5\nlong  123\n");
     }
 
     #[test]
