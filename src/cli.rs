@@ -25,11 +25,26 @@ pub enum Command {
 
 Exit codes: 0 finished, 1 failed while crawling, 2 bad input, 130 interrupted (resumable).")]
     Crawl(Box<CrawlArgs>),
-    /// Write the pages or the link graph of a crawl as CSV or JSON Lines.
+    /// Write the pages or the link graph of a crawl as CSV, JSON Lines, GraphML, DOT, or
+    /// a sitemap.
     #[command(after_help = "Examples:
   trawl export --db site.db --format csv --what edges > edges.csv
-  trawl export --db site.db --format jsonl > pages.jsonl      one line per URL with its outlinks")]
+  trawl export --db site.db --format jsonl --what pages > pages.jsonl   one line per URL with its outlinks
+  trawl export --db site.db --format graphml --internal-only --collapse > site.graphml
+  trawl export --db site.db --format dot | sfdp -Tsvg > site.svg
+  trawl export --db site.db --format csv --what pages --status 4xx --status failed
+  trawl export --db site.db --format sitemap --out public/sitemap.xml")]
     Export(ExportArgs),
+    /// Print a report on a crawl: broken links, redirect chains, depths, most-linked pages,
+    /// orphans, or a summary.
+    #[command(after_help = "Examples:
+  trawl report --db site.db summary
+  trawl report --db site.db broken --format csv > broken.csv
+  trawl report --db site.db top --limit 50
+  trawl report --db site.db redirects --format json | jq .
+
+Reports read the file only (a crawl may be running) and create no index.")]
+    Report(ReportArgs),
 }
 
 /// `trawl crawl`.
@@ -197,14 +212,50 @@ pub struct ExportArgs {
     #[arg(long, value_name = "FILE")]
     pub db: PathBuf,
     /// Output format.
-    #[arg(long, value_parser = ["csv", "jsonl"], default_value = "csv")]
+    #[arg(long, value_parser = ["csv", "jsonl", "graphml", "dot", "sitemap"], default_value = "csv")]
     pub format: String,
-    /// Pages (one record per URL; in JSON Lines with its outlinks) or edges.
-    #[arg(long, value_parser = ["pages", "edges"], default_value = "edges")]
-    pub what: String,
-    /// Write here instead of standard output.
+    /// Pages (one record per URL; in JSON Lines with its outlinks), edges, or the graph
+    /// (nodes and edges; graphml and dot) [default: edges for csv/jsonl, graph for
+    /// graphml/dot, pages for sitemap].
+    #[arg(long, value_parser = ["pages", "edges", "graph"])]
+    pub what: Option<String>,
+    /// Leave out URLs skipped as out of scope and the edges pointing at them.
+    #[arg(long)]
+    pub internal_only: bool,
+    /// One edge per (from, to, kind), with a count of its occurrences.
+    #[arg(long)]
+    pub collapse: bool,
+    /// Keep only pages of this class, and edges whose two ends are kept (repeatable).
+    #[arg(long, value_name = "CLASS", value_parser = ["2xx", "3xx", "4xx", "5xx", "failed"])]
+    pub status: Vec<String>,
+    /// Most URLs per sitemap file; a larger sitemap is split (needs --out).
+    #[arg(long, value_name = "N", default_value_t = 50_000,
+          value_parser = clap::value_parser!(u64).range(1..=50_000))]
+    pub sitemap_max_urls: u64,
+    /// Write here instead of standard output (for a split sitemap: the index, with the
+    /// parts beside it).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+}
+
+/// `trawl report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The crawl's SQLite file (read only; a crawl may be running).
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+    /// broken: failed or 4xx/5xx URLs and the pages linking to them; redirects: redirect
+    /// chains; depth: pages per depth, recorded and shortest; top: most-linked pages and
+    /// PageRank; orphans: URLs only a sitemap links to; summary: counts and timing.
+    #[arg(value_parser = ["broken", "redirects", "depth", "top", "orphans", "summary"])]
+    pub kind: String,
+    /// Aligned columns for people, or CSV / a JSON array for programs.
+    #[arg(long, value_parser = ["table", "csv", "json"], default_value = "table")]
+    pub format: String,
+    /// At most N rows (N entries per section for summary) [default: all; 20 for top, 10
+    /// per section for summary].
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u64>,
 }
 
 impl CrawlOptions {

@@ -35,8 +35,11 @@
 //! - [`extract`]: streaming link extraction with lol_html.
 //! - [`charset`]: the document encoding (BOM, header, meta, detection) and UTF-16 transcoding.
 //! - [`store`]: the SQLite file, its single writer thread, and resume.
-//! - [`export`]: the link graph and the pages out, streaming.
 //! - [`retry`]: which faults are retried, and the backoff between attempts.
+//! - [`export`]: the link graph and the pages out, streaming (CSV, JSON Lines, GraphML,
+//!   DOT, sitemaps), with filters applied in SQL.
+//! - [`report`]: broken links, redirect chains, depths, top pages, orphans and a summary,
+//!   read from the file as tables, CSV or JSON.
 //! - [`link`]: link kinds shared by all of the above.
 //! - [`stats`]: run counters for progress and the summary.
 //! - [`traps`]: URL shapes that never end (limits on length, depth of path, repeats) and session IDs.
@@ -54,6 +57,7 @@ pub mod frontier;
 pub mod link;
 pub mod politeness;
 pub mod proxy;
+pub mod report;
 pub mod retry;
 pub mod sitemap;
 pub mod stats;

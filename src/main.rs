@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 
-use cli::{Cli, Command, CrawlArgs, ExportArgs, LogFormat};
+use cli::{Cli, Command, CrawlArgs, ExportArgs, LogFormat, ReportArgs};
 use exit_codes::{BAD_INPUT, FAILED, INTERRUPTED, SUCCESS};
 use trawl::store::{OpenMode, SqliteStore};
 use trawl::{Crawler, Outcome};
@@ -28,6 +28,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Crawl(args) => crawl(*args),
         Command::Export(args) => export(args),
+        Command::Report(args) => report(args),
     }
 }
 
@@ -210,6 +211,8 @@ fn export(args: ExportArgs) -> ExitCode {
                 if x.is_broken_pipe() {
                     return ExitCode::from(SUCCESS);
                 }
+                let code = if x.is_usage() { BAD_INPUT } else { FAILED };
+                return fail(code, with_causes(&e));
             }
             let usage = e
                 .downcast_ref::<trawl::store::StoreError>()
@@ -220,20 +223,75 @@ fn export(args: ExportArgs) -> ExitCode {
 }
 
 fn run_export(args: &ExportArgs) -> anyhow::Result<()> {
-    let format = args.format.parse().map_err(anyhow::Error::msg)?;
-    let what = args.what.parse().map_err(anyhow::Error::msg)?;
+    use trawl::export::{self, Filter, Format};
+    let format: Format = args.format.parse().map_err(anyhow::Error::msg)?;
+    let what = match &args.what {
+        Some(w) => w.parse().map_err(anyhow::Error::msg)?,
+        None => format.default_what(),
+    };
+    let filter = Filter {
+        internal_only: args.internal_only,
+        collapse: args.collapse,
+        status: args
+            .status
+            .iter()
+            .map(|s| s.parse())
+            .collect::<Result<_, _>>()
+            .map_err(anyhow::Error::msg)?,
+    };
+    // Refused combinations must not leave an empty --out file behind.
+    export::check(format, what, &filter)?;
     let store = SqliteStore::open(&args.db, OpenMode::Read)?;
-    match &args.out {
-        Some(path) => {
+    let max = args.sitemap_max_urls;
+    match (&args.out, format) {
+        (Some(path), Format::Sitemap) => {
+            export::sitemap_xml::to_files(&store, path, max)?;
+        }
+        (Some(path), _) => {
             let file = std::fs::File::create(path)
                 .with_context(|| format!("cannot create {}", path.display()))?;
             let mut w = std::io::BufWriter::new(file);
-            trawl::export::export(&store, format, what, &mut w)?;
+            export::export(&store, format, what, &filter, &mut w)?;
         }
-        None => {
+        (None, Format::Sitemap) => {
             let mut w = std::io::BufWriter::new(std::io::stdout().lock());
-            trawl::export::export(&store, format, what, &mut w)?;
+            export::sitemap_xml::to_writer(&store, max, &mut w)?;
+            w.flush().map_err(export::ExportError::from)?;
+        }
+        (None, _) => {
+            let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+            export::export(&store, format, what, &filter, &mut w)?;
         }
     }
+    Ok(())
+}
+
+fn report(args: ReportArgs) -> ExitCode {
+    match run_report(&args) {
+        Ok(()) => ExitCode::from(SUCCESS),
+        Err(e) => {
+            if let Some(x) = e.downcast_ref::<trawl::report::ReportError>() {
+                if x.is_broken_pipe() {
+                    return ExitCode::from(SUCCESS);
+                }
+                let code = if x.is_usage() { BAD_INPUT } else { FAILED };
+                return fail(code, with_causes(&e));
+            }
+            let usage = e
+                .downcast_ref::<trawl::store::StoreError>()
+                .is_some_and(|s| !matches!(s, trawl::store::StoreError::Sqlite { .. }));
+            fail(if usage { BAD_INPUT } else { FAILED }, with_causes(&e))
+        }
+    }
+}
+
+fn run_report(args: &ReportArgs) -> anyhow::Result<()> {
+    use trawl::report::{self, Kind, OutputFormat};
+    let kind: Kind = args.kind.parse().map_err(anyhow::Error::msg)?;
+    let format: OutputFormat = args.format.parse().map_err(anyhow::Error::msg)?;
+    let store = SqliteStore::open(&args.db, OpenMode::Read)?;
+    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+    report::run(&store, kind, format, args.limit, &mut w)?;
+    w.flush().map_err(report::ReportError::from)?;
     Ok(())
 }

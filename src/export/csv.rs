@@ -2,7 +2,8 @@
 
 use std::io::Write;
 
-use super::rows::{edge_row, for_each, page_row, EDGES_SQL, PAGES_SQL};
+use super::filter::{EdgeOrder, Filter};
+use super::rows::{edge_row, for_each, page_row};
 use super::ExportError;
 use crate::store::SqliteStore;
 
@@ -13,27 +14,54 @@ fn csv_err(e: csv::Error) -> ExportError {
     }
 }
 
-/// Every URL: one row each.
-pub fn pages(store: &SqliteStore, out: &mut dyn Write) -> Result<u64, ExportError> {
+/// Every URL the filter keeps: one row each.
+pub fn pages(
+    store: &SqliteStore,
+    filter: &Filter,
+    out: &mut dyn Write,
+) -> Result<u64, ExportError> {
     let mut w = csv::Writer::from_writer(out);
-    let n = for_each(store, PAGES_SQL, page_row, |row| {
+    let n = for_each(store, &filter.pages_sql(), page_row, |row| {
         w.serialize(row).map_err(csv_err)
     })?;
     w.flush()?;
     Ok(n)
 }
 
-/// Every edge: from, to, kind, nofollow.
-pub fn edges(store: &SqliteStore, out: &mut dyn Write) -> Result<u64, ExportError> {
+/// Every edge the filter keeps: from, to, kind, nofollow (and count when collapsed).
+pub fn edges(
+    store: &SqliteStore,
+    filter: &Filter,
+    out: &mut dyn Write,
+) -> Result<u64, ExportError> {
     let mut w = csv::Writer::from_writer(out);
-    let n = for_each(store, EDGES_SQL, edge_row, |row| {
-        w.serialize(row).map_err(csv_err)
-    })?;
-    if n == 0 {
-        // serialize writes the header with the first row; an empty graph still gets one.
-        w.write_record(["from", "to", "kind", "nofollow"])
-            .map_err(csv_err)?;
+    // The header is written by hand rather than by serde so an empty graph still has one
+    // and the collapsed form can add its column.
+    let mut header = vec!["from", "to", "kind", "nofollow"];
+    if filter.collapse {
+        header.push("count");
     }
+    w.write_record(&header).map_err(csv_err)?;
+    let collapse = filter.collapse;
+    let n = for_each(
+        store,
+        &filter.edges_sql(EdgeOrder::Stored),
+        |r| edge_row(r, collapse),
+        |row| {
+            let nofollow = if row.nofollow { "true" } else { "false" };
+            match row.count {
+                Some(count) => w.write_record([
+                    row.from.as_str(),
+                    &row.to,
+                    row.kind,
+                    nofollow,
+                    &count.to_string(),
+                ]),
+                None => w.write_record([row.from.as_str(), &row.to, row.kind, nofollow]),
+            }
+            .map_err(csv_err)
+        },
+    )?;
     w.flush()?;
     Ok(n)
 }

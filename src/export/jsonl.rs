@@ -4,9 +4,9 @@ use std::io::Write;
 
 use serde::Serialize;
 
-use super::rows::{edge_row, for_each, page_row, sqlite_err, PageRow, EDGES_SQL};
+use super::filter::{EdgeOrder, Filter};
+use super::rows::{edge_row, for_each, page_row, sqlite_err, PageRow};
 use super::ExportError;
-use crate::link::LinkKind;
 use crate::store::SqliteStore;
 
 #[derive(Serialize)]
@@ -14,6 +14,9 @@ struct Outlink {
     url: String,
     kind: &'static str,
     nofollow: bool,
+    /// Occurrences, when collapsed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    count: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -23,16 +26,20 @@ struct PageLine<'a> {
     outlinks: &'a [Outlink],
 }
 
-/// Every URL with its outlinks in document order. Pages are read in id order and edges
-/// sorted by source (SQLite sorts on disk when it must), and the two are merged.
-pub fn pages(store: &SqliteStore, out: &mut dyn Write) -> Result<u64, ExportError> {
+/// Every URL the filter keeps with its outlinks in document order. Pages are read in id
+/// order and edges sorted by source (SQLite sorts on disk when it must), and the two are
+/// merged.
+pub fn pages(
+    store: &SqliteStore,
+    filter: &Filter,
+    out: &mut dyn Write,
+) -> Result<u64, ExportError> {
     let err = |e| sqlite_err(store, e);
     let conn = store.conn();
+    let collapse = filter.collapse;
+    let edge_tuple = |r: &rusqlite::Row<'_>| edge_row(r, collapse);
     let mut edges_st = conn
-        .prepare(
-            "SELECT e.src, coalesce(d.url, d.key), e.kind, e.nofollow
-             FROM edges e JOIN urls d ON d.id = e.dst ORDER BY e.src, e.rowid",
-        )
+        .prepare(&filter.edges_sql(EdgeOrder::BySource))
         .map_err(err)?;
     let mut edges = edges_st.query([]).map_err(err)?;
     let mut next_edge = edges
@@ -42,22 +49,23 @@ pub fn pages(store: &SqliteStore, out: &mut dyn Write) -> Result<u64, ExportErro
         .transpose()
         .map_err(err)?;
     let mut outlinks = Vec::new();
-    let mut pages_st = conn.prepare(super::rows::PAGES_SQL).map_err(err)?;
+    let mut pages_st = conn.prepare(&filter.pages_sql()).map_err(err)?;
     let mut pages = pages_st.query([]).map_err(err)?;
     let mut n = 0;
     while let Some(r) = pages.next().map_err(err)? {
         let page = page_row(r).map_err(err)?;
         outlinks.clear();
-        while let Some((src, _, _, _)) = &next_edge {
-            if *src > page.id {
+        while let Some(edge) = &next_edge {
+            if edge.src > page.id {
                 break;
             }
-            let (src, url, kind, nofollow) = next_edge.take().expect("checked");
-            if src == page.id {
+            let edge = next_edge.take().expect("checked");
+            if edge.src == page.id {
                 outlinks.push(Outlink {
-                    url,
-                    kind,
-                    nofollow,
+                    url: edge.to,
+                    kind: edge.kind,
+                    nofollow: edge.nofollow,
+                    count: edge.count,
                 });
             }
             next_edge = edges
@@ -81,20 +89,22 @@ pub fn pages(store: &SqliteStore, out: &mut dyn Write) -> Result<u64, ExportErro
     Ok(n)
 }
 
-fn edge_tuple(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, String, &'static str, bool)> {
-    Ok((
-        r.get(0)?,
-        r.get(1)?,
-        LinkKind::from_code(r.get(2)?).map_or("unknown", LinkKind::as_str),
-        r.get::<_, i64>(3)? != 0,
-    ))
-}
-
-/// Every edge, one object per line.
-pub fn edges(store: &SqliteStore, out: &mut dyn Write) -> Result<u64, ExportError> {
-    for_each(store, EDGES_SQL, edge_row, |row| {
-        serde_json::to_writer(&mut *out, &row).map_err(std::io::Error::from)?;
-        out.write_all(b"\n")?;
-        Ok(())
-    })
+/// Every edge the filter keeps, one object per line.
+pub fn edges(
+    store: &SqliteStore,
+    filter: &Filter,
+    out: &mut dyn Write,
+) -> Result<u64, ExportError> {
+    let collapse = filter.collapse;
+    let sql = filter.edges_sql(EdgeOrder::Stored);
+    for_each(
+        store,
+        &sql,
+        |r| edge_row(r, collapse),
+        |row| {
+            serde_json::to_writer(&mut *out, &row).map_err(std::io::Error::from)?;
+            out.write_all(b"\n")?;
+            Ok(())
+        },
+    )
 }

@@ -43,20 +43,24 @@ pub struct PageRow {
 /// One edge as exported.
 #[derive(Debug, Clone, Serialize)]
 pub struct EdgeRow {
+    /// `urls.id` of the source.
+    #[serde(skip)]
+    pub src: i64,
+    /// `urls.id` of the target.
+    #[serde(skip)]
+    pub dst: i64,
     /// Source URL.
     pub from: String,
     /// Target URL.
     pub to: String,
     /// a, area, link, iframe, frame, redirect, canonical or sitemap.
     pub kind: &'static str,
-    /// rel=nofollow on the link.
+    /// rel=nofollow on the link (collapsed: on every occurrence).
     pub nofollow: bool,
+    /// Occurrences, when edges are collapsed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
 }
-
-pub(super) const PAGES_SQL: &str =
-    "SELECT id, coalesce(url, key), state, status, content_type, size,
-        coalesce(truncated, 0), depth, title, fetched_at, fetch_ms, error_kind, error, skip_reason
-    FROM urls ORDER BY id";
 
 pub(super) fn page_row(r: &Row<'_>) -> rusqlite::Result<PageRow> {
     Ok(PageRow {
@@ -77,18 +81,26 @@ pub(super) fn page_row(r: &Row<'_>) -> rusqlite::Result<PageRow> {
     })
 }
 
-pub(super) const EDGES_SQL: &str =
-    "SELECT coalesce(s.url, s.key), coalesce(d.url, d.key), e.kind, e.nofollow
-    FROM edges e JOIN urls s ON s.id = e.src JOIN urls d ON d.id = e.dst
-    ORDER BY e.rowid";
-
-pub(super) fn edge_row(r: &Row<'_>) -> rusqlite::Result<EdgeRow> {
+/// Reads the columns of [`super::filter::Filter::edges_sql`]; `count` is kept when
+/// `collapsed`.
+pub(super) fn edge_row(r: &Row<'_>, collapsed: bool) -> rusqlite::Result<EdgeRow> {
     Ok(EdgeRow {
-        from: r.get(0)?,
-        to: r.get(1)?,
-        kind: LinkKind::from_code(r.get(2)?).map_or("unknown", LinkKind::as_str),
-        nofollow: r.get::<_, i64>(3)? != 0,
+        src: r.get(0)?,
+        dst: r.get(1)?,
+        from: r.get(2)?,
+        to: r.get(3)?,
+        kind: kind_name(r.get(4)?),
+        nofollow: r.get::<_, i64>(5)? != 0,
+        count: collapsed
+            .then(|| r.get::<_, i64>(6))
+            .transpose()?
+            .map(|n| n as u64),
     })
+}
+
+/// The export name of an `edges.kind` code.
+pub(super) fn kind_name(code: i64) -> &'static str {
+    LinkKind::from_code(code).map_or("unknown", LinkKind::as_str)
 }
 
 /// Call `f` for every row of `sql`, streaming.

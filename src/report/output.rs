@@ -1,0 +1,325 @@
+//! The three ways a report is written: aligned columns, CSV, or one JSON array of objects.
+//!
+//! Rows stream: CSV and JSON write each row as it comes. The table needs column widths, so
+//! it holds the first [`TABLE_SAMPLE`] rows to measure them, then streams the rest with
+//! those widths (a longer value past that point just pushes its line out).
+
+use std::io::Write;
+use std::str::FromStr;
+
+use super::ReportError;
+
+/// Rows measured before a table's widths are fixed.
+const TABLE_SAMPLE: usize = 1000;
+
+/// How a report is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// Plain aligned columns with a header line, for a terminal.
+    Table,
+    /// RFC 4180 CSV with a header row; missing values are empty, lists joined by ` -> `.
+    Csv,
+    /// One JSON array holding one object per row, keys in column order; missing values
+    /// are `null`, lists are arrays.
+    Json,
+}
+
+impl FromStr for OutputFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "table" => Ok(OutputFormat::Table),
+            "csv" => Ok(OutputFormat::Csv),
+            "json" => Ok(OutputFormat::Json),
+            _ => Err(format!(
+                "unknown report format {s:?}; use table, csv or json"
+            )),
+        }
+    }
+}
+
+/// One value of a report row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    /// No value (`-` in a table, empty in CSV, `null` in JSON).
+    Null,
+    /// A whole number.
+    Int(i64),
+    /// A real number.
+    Float(f64),
+    /// Text.
+    Text(String),
+    /// A sequence, such as the hops of a redirect chain.
+    List(Vec<String>),
+}
+
+impl Cell {
+    /// `Int` or `Null`.
+    pub fn opt_int(v: Option<i64>) -> Cell {
+        v.map_or(Cell::Null, Cell::Int)
+    }
+
+    /// `Text` or `Null`.
+    pub fn opt_text(v: Option<String>) -> Cell {
+        v.map_or(Cell::Null, Cell::Text)
+    }
+
+    fn plain(&self, null: &str) -> String {
+        match self {
+            Cell::Null => null.to_owned(),
+            Cell::Int(n) => n.to_string(),
+            Cell::Float(x) => format_float(*x),
+            Cell::Text(s) => s.clone(),
+            Cell::List(v) => v.join(" -> "),
+        }
+    }
+
+    fn is_number(&self) -> bool {
+        matches!(self, Cell::Int(_) | Cell::Float(_))
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        match self {
+            Cell::Null => serde_json::Value::Null,
+            Cell::Int(n) => (*n).into(),
+            Cell::Float(x) => serde_json::Number::from_f64(*x)
+                .map_or(serde_json::Value::Null, serde_json::Value::Number),
+            Cell::Text(s) => s.clone().into(),
+            Cell::List(v) => v.clone().into(),
+        }
+    }
+}
+
+/// Six significant digits: PageRank values are small, durations are not.
+fn format_float(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let digits = (5 - x.abs().log10().floor() as i32).clamp(0, 12) as usize;
+    format!("{x:.digits$}")
+}
+
+/// A report being written: columns once, then rows, then [`Out::finish`].
+pub(super) struct Out<'a> {
+    format: OutputFormat,
+    limit: Option<u64>,
+    out: &'a mut dyn Write,
+    columns: Vec<&'static str>,
+    rows: u64,
+    /// Table only: rows held to measure widths, until the widths are fixed.
+    sample: Vec<Vec<Cell>>,
+    widths: Option<Vec<usize>>,
+    /// Table only: columns whose sampled values are all numbers (or missing): right-aligned.
+    numeric: Vec<bool>,
+}
+
+impl<'a> Out<'a> {
+    pub(super) fn new(format: OutputFormat, limit: Option<u64>, out: &'a mut dyn Write) -> Out<'a> {
+        Out {
+            format,
+            limit,
+            out,
+            columns: Vec::new(),
+            rows: 0,
+            sample: Vec::new(),
+            widths: None,
+            numeric: Vec::new(),
+        }
+    }
+
+    /// Start the report with its column names.
+    pub(super) fn columns(&mut self, columns: &[&'static str]) -> Result<(), ReportError> {
+        self.columns = columns.to_vec();
+        match self.format {
+            OutputFormat::Table => {}
+            OutputFormat::Csv => self.csv_line(columns.iter().map(|c| c.to_string()))?,
+            OutputFormat::Json => self.out.write_all(b"[")?,
+        }
+        Ok(())
+    }
+
+    /// Whether `--limit` still allows rows: reports stop reading when it does not.
+    pub(super) fn wants_more(&self) -> bool {
+        self.limit.is_none_or(|l| self.rows < l)
+    }
+
+    /// Write one row (ignored past the limit).
+    pub(super) fn row(&mut self, cells: Vec<Cell>) -> Result<(), ReportError> {
+        debug_assert_eq!(cells.len(), self.columns.len());
+        if !self.wants_more() {
+            return Ok(());
+        }
+        self.rows += 1;
+        match self.format {
+            OutputFormat::Table => {
+                if self.widths.is_some() {
+                    self.table_line(&cells, false)?;
+                } else {
+                    self.sample.push(cells);
+                    if self.sample.len() >= TABLE_SAMPLE {
+                        self.flush_sample()?;
+                    }
+                }
+            }
+            OutputFormat::Csv => self.csv_line(cells.iter().map(|c| c.plain("")))?,
+            OutputFormat::Json => {
+                let sep: &[u8] = if self.rows == 1 { b"\n" } else { b",\n" };
+                self.out.write_all(sep)?;
+                let mut first = true;
+                // Written by hand so keys keep column order (the map type would sort them).
+                self.out.write_all(b"{")?;
+                for (name, cell) in self.columns.iter().zip(&cells) {
+                    if !first {
+                        self.out.write_all(b",")?;
+                    }
+                    first = false;
+                    serde_json::to_writer(&mut *self.out, name).map_err(std::io::Error::from)?;
+                    self.out.write_all(b":")?;
+                    serde_json::to_writer(&mut *self.out, &cell.to_json())
+                        .map_err(std::io::Error::from)?;
+                }
+                self.out.write_all(b"}")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// End the report; returns the rows written.
+    pub(super) fn finish(mut self) -> Result<u64, ReportError> {
+        match self.format {
+            OutputFormat::Table => {
+                if self.widths.is_none() {
+                    self.flush_sample()?;
+                }
+                if self.rows == 0 {
+                    self.out.write_all(b"(none)\n")?;
+                }
+            }
+            OutputFormat::Csv => {}
+            OutputFormat::Json => {
+                let end: &[u8] = if self.rows == 0 { b"]\n" } else { b"\n]\n" };
+                self.out.write_all(end)?;
+            }
+        }
+        self.out.flush()?;
+        Ok(self.rows)
+    }
+
+    fn flush_sample(&mut self) -> Result<(), ReportError> {
+        let mut widths: Vec<usize> = self.columns.iter().map(|c| c.chars().count()).collect();
+        for row in &self.sample {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.plain("-").chars().count());
+            }
+        }
+        self.numeric = (0..self.columns.len())
+            .map(|i| {
+                let mut values = self.sample.iter().map(|r| &r[i]);
+                values.clone().any(Cell::is_number)
+                    && values.all(|c| c.is_number() || *c == Cell::Null)
+            })
+            .collect();
+        let header: Vec<Cell> = self
+            .columns
+            .iter()
+            .map(|c| Cell::Text(c.to_string()))
+            .collect();
+        self.widths = Some(widths);
+        self.table_line(&header, true)?;
+        for row in std::mem::take(&mut self.sample) {
+            self.table_line(&row, false)?;
+        }
+        Ok(())
+    }
+
+    fn table_line(&mut self, cells: &[Cell], header: bool) -> Result<(), ReportError> {
+        let widths = self.widths.as_ref().expect("widths fixed first");
+        let mut line = String::new();
+        let last = cells.len().saturating_sub(1);
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            let text = cell.plain("-");
+            let pad = w.saturating_sub(text.chars().count());
+            // Numbers line up on the right only in all-number columns: in a mixed column
+            // (summary values) they would scatter.
+            let right = self.numeric.get(i).copied().unwrap_or(false)
+                && (header || cell.is_number() || *cell == Cell::Null);
+            if right {
+                line.extend(std::iter::repeat_n(' ', pad));
+                line.push_str(&text);
+            } else {
+                line.push_str(&text);
+                if i != last {
+                    line.extend(std::iter::repeat_n(' ', pad));
+                }
+            }
+            if i != last {
+                line.push_str("  ");
+            }
+        }
+        line.push('\n');
+        self.out.write_all(line.as_bytes())?;
+        Ok(())
+    }
+
+    fn csv_line(&mut self, fields: impl Iterator<Item = String>) -> Result<(), ReportError> {
+        let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
+        let fields: Vec<String> = fields.collect();
+        w.write_record(&fields)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let bytes = w
+            .into_inner()
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        self.out.write_all(&bytes)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(format: OutputFormat, rows: Vec<Vec<Cell>>) -> String {
+        let mut buf = Vec::new();
+        let mut o = Out::new(format, None, &mut buf);
+        o.columns(&["name", "n"]).unwrap();
+        for r in rows {
+            o.row(r).unwrap();
+        }
+        o.finish().unwrap();
+        String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn table_aligns_and_right_aligns_numbers() {
+        let t = render(
+            OutputFormat::Table,
+            vec![
+                vec![Cell::Text("a".into()), Cell::Int(5)],
+                vec![Cell::Text("long".into()), Cell::Int(123)],
+            ],
+        );
+        assert_eq!(t, "name    n\na       5\nlong  123\n");
+    }
+
+    #[test]
+    fn json_is_one_array_with_nulls_and_lists() {
+        let t = render(
+            OutputFormat::Json,
+            vec![vec![Cell::List(vec!["x".into(), "y".into()]), Cell::Null]],
+        );
+        let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+        assert_eq!(v, serde_json::json!([{"name": ["x", "y"], "n": null}]));
+        let empty: serde_json::Value =
+            serde_json::from_str(&render(OutputFormat::Json, vec![])).unwrap();
+        assert_eq!(empty, serde_json::json!([]));
+    }
+
+    #[test]
+    fn csv_quotes() {
+        let t = render(
+            OutputFormat::Csv,
+            vec![vec![Cell::Text("a,b".into()), Cell::Float(0.5)]],
+        );
+        assert_eq!(t, "name,n\n\"a,b\",0.500000\n");
+    }
+}
