@@ -148,7 +148,7 @@ mod tests {
             store
                 .conn()
                 .execute_batch(
-                    "INSERT INTO hosts VALUES (1, 'h');
+                    "INSERT INTO hosts (id, name) VALUES (1, 'h');
                      INSERT INTO urls (id, key, host_id, depth, state, status, content_type)
                      VALUES (1, 'a', 1, 0, 1, 200, 'text/html'), (2, 'b', 1, 1, 1, 200, 'text/html'),
                             (3, 'c', 1, 1, 1, 200, 'text/html; charset=utf-8'),
