@@ -54,9 +54,13 @@ impl RedirectError {
     }
 }
 
+/// The library user's decision per discovered URL: `true` to fetch it.
+pub type LinkFilter = Arc<dyn Fn(&Url) -> bool + Send + Sync>;
+
 /// See the module doc.
 pub struct Gate {
     scope: Scope,
+    filter: Option<LinkFilter>,
     limits: Limits,
     traps: Traps,
     strip_session_ids: bool,
@@ -86,6 +90,7 @@ impl Gate {
     ) -> Gate {
         Gate {
             scope,
+            filter: None,
             limits,
             traps,
             strip_session_ids,
@@ -99,6 +104,12 @@ impl Gate {
             frontier,
             drain,
         }
+    }
+
+    /// Ask `filter` about every new in-scope URL; refused ones are skipped as `filtered`.
+    pub fn with_filter(mut self, filter: Option<LinkFilter>) -> Gate {
+        self.filter = filter;
+        self
     }
 
     /// Record a URL known from the store (resume).
@@ -310,6 +321,10 @@ impl Gate {
                 .scope
                 .check(&url, key)
                 .and_then(|()| self.traps.check(&url))
+                .and_then(|()| match &self.filter {
+                    Some(f) if !f(&url) => Err(SkipReason::Filtered),
+                    _ => Ok(()),
+                })
                 .err()
                 .or_else(|| {
                     (self.limits.max_depth > 0 && depth > self.limits.max_depth)

@@ -14,7 +14,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
-use crate::admit::{Gate, Limits};
+use crate::admit::{Gate, Limits, LinkFilter};
 use crate::config::{ByteSize, ConfigPatch, CrawlConfig, RateLimit};
 use crate::drain::Drain;
 use crate::fetch::Fetcher;
@@ -54,6 +54,7 @@ pub struct CrawlerBuilder {
     options: ConfigPatch,
     recrawl: bool,
     hook: Option<PageHook>,
+    filter: Option<LinkFilter>,
 }
 
 macro_rules! option_setters {
@@ -121,6 +122,18 @@ impl CrawlerBuilder {
     /// the page's error; it never stops the crawl.
     pub fn on_page(mut self, hook: impl Fn(&PageEvent<'_>) + Send + Sync + 'static) -> Self {
         self.hook = Some(Arc::new(hook));
+        self
+    }
+
+    /// Decide per discovered URL whether to fetch it (after scope and the other rules):
+    /// `false` stores it as skipped with reason `filtered`. Seeds are not asked.
+    ///
+    /// ```no_run
+    /// let builder = trawl::Crawler::builder()
+    ///     .follow_if(|url| !url.path().ends_with(".pdf"));
+    /// ```
+    pub fn follow_if(mut self, filter: impl Fn(&Url) -> bool + Send + Sync + 'static) -> Self {
+        self.filter = Some(Arc::new(filter));
         self
     }
 
@@ -271,6 +284,7 @@ impl CrawlerBuilder {
             fetcher,
             start: status,
             hook: self.hook,
+            filter: self.filter,
             progress: Progress::new(),
         })
     }
@@ -292,6 +306,7 @@ pub struct Crawler {
     fetcher: Fetcher,
     start: Start,
     hook: Option<PageHook>,
+    filter: Option<LinkFilter>,
     progress: Progress,
 }
 
@@ -399,6 +414,7 @@ impl Crawler {
             fetcher,
             start,
             hook,
+            filter,
             progress,
         } = self;
         if start == Start::Finished {
@@ -436,15 +452,18 @@ impl Crawler {
             max_path_segments: config.max_path_segments,
             max_repeated_segments: config.max_repeated_segments,
         };
-        let gate = Arc::new(Gate::new(
-            scope,
-            limits,
-            traps,
-            config.strip_session_ids,
-            pending.clone(),
-            frontier.clone(),
-            drain.clone(),
-        ));
+        let gate = Arc::new(
+            Gate::new(
+                scope,
+                limits,
+                traps,
+                config.strip_session_ids,
+                pending.clone(),
+                frontier.clone(),
+                drain.clone(),
+            )
+            .with_filter(filter),
+        );
 
         // Rebuild the visited set and the frontier from the store.
         let resumed = store.resume(|url| gate.restore_url(url))?;

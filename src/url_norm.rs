@@ -301,11 +301,13 @@ pub enum SkipReason {
     /// A sitemap document: read when its host is prepared, never fetched as a page (its
     /// row turns to done once read).
     SitemapDoc,
+    /// Refused by the library user's link filter (`follow_if`).
+    Filtered,
 }
 
 impl SkipReason {
     /// Every reason.
-    pub const ALL: [SkipReason; 14] = [
+    pub const ALL: [SkipReason; 15] = [
         SkipReason::OutOfScope,
         SkipReason::Excluded,
         SkipReason::NotIncluded,
@@ -320,6 +322,7 @@ impl SkipReason {
         SkipReason::HostBudget,
         SkipReason::Nofollow,
         SkipReason::SitemapDoc,
+        SkipReason::Filtered,
     ];
 
     /// The stable kebab-case name stored in the database.
@@ -339,6 +342,7 @@ impl SkipReason {
             SkipReason::HostBudget => "max-pages-per-host",
             SkipReason::Nofollow => "nofollow",
             SkipReason::SitemapDoc => "sitemap",
+            SkipReason::Filtered => "filtered",
         }
     }
 }
@@ -740,7 +744,8 @@ mod tests {
                 "repeated-segment",
                 "max-pages-per-host",
                 "nofollow",
-                "sitemap"
+                "sitemap",
+                "filtered"
             ]
         );
         for reason in SkipReason::ALL {

@@ -300,3 +300,22 @@ async fn a_huge_fan_out_spills_to_disk_and_never_deadlocks() {
         .unwrap();
     assert_eq!(spill, 0, "every spilled URL was read back");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_filter_decides_per_url() {
+    let server = SiteServer::start(support::Site::generate(&SiteSpec::small())).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("filter.db");
+    crawl(
+        Crawler::builder()
+            .db(&path)
+            .seed(format!("{}/", server.base()))
+            .follow_if(|url| !url.path().starts_with("/files/") && url.path() != "/p/1"),
+    )
+    .await;
+    let got = db::read(&path);
+    let base = server.base();
+    assert_eq!(got.skipped[&format!("{base}/files/report.pdf")], "filtered");
+    assert_eq!(got.skipped[&format!("{base}/p/1")], "filtered");
+    assert_eq!(server.hit_counts().get("/files/report.pdf"), None);
+}
