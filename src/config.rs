@@ -278,6 +278,37 @@ impl<'de> Deserialize<'de> for RateLimit {
     }
 }
 
+/// Refuse a key no option has, naming the closest known one when there is one.
+fn check_keys(origin: &str, patch: &ConfigPatch) -> Result<(), ConfigError> {
+    let known = CrawlConfig::keys();
+    for key in patch.keys() {
+        if known.contains(key) {
+            continue;
+        }
+        let message = match did_you_mean(key, &known) {
+            Some(k) => format!("unknown key `{key}`; did you mean `{k}`?"),
+            None => format!("unknown key `{key}`"),
+        };
+        return Err(ConfigError::Invalid {
+            origin: origin.to_string(),
+            message,
+        });
+    }
+    Ok(())
+}
+
+/// The known key closest to `key`, when it is close enough to be a typo (`_` for `-`,
+/// a letter missing, doubled or swapped) rather than a different word.
+fn did_you_mean<'a>(key: &str, known: &'a [String]) -> Option<&'a str> {
+    let key = key.to_ascii_lowercase().replace('_', "-");
+    known
+        .iter()
+        .map(|k| (strsim::normalized_damerau_levenshtein(&key, k), k))
+        .filter(|(score, _)| *score >= 0.7)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, k)| k.as_str())
+}
+
 /// Split `"Name: value"` into a valid header name and value.
 pub fn parse_header(
     h: &str,
@@ -349,6 +380,7 @@ impl CrawlConfig {
         };
         for (origin, patch) in patches {
             // Check each patch alone first so an error names where the bad key came from.
+            check_keys(origin, patch)?;
             toml::Value::Table((*patch).clone())
                 .try_into::<CrawlConfig>()
                 .map_err(|e| ConfigError::Invalid {
@@ -396,6 +428,12 @@ impl CrawlConfig {
         })?;
         config.validate()?;
         Ok(config)
+    }
+
+    /// Every option name, as written in TOML and on the command line (after `--`).
+    /// Derived from the defaults, so it cannot drift from the struct.
+    pub fn keys() -> Vec<String> {
+        CrawlConfig::default().to_table().keys().cloned().collect()
     }
 
     fn to_table(&self) -> ConfigPatch {
@@ -558,6 +596,33 @@ mod tests {
         );
         let e = CrawlConfig::layered(None, &[("f", &patch("scope = \"planet\""))]).unwrap_err();
         assert!(matches!(e, ConfigError::Invalid { .. }), "{e}");
+    }
+
+    #[test]
+    fn unknown_keys_get_a_suggestion() {
+        let msg = |text: &str| {
+            CrawlConfig::layered(None, &[("f.toml", &patch(text))])
+                .unwrap_err()
+                .to_string()
+        };
+        let m = msg("concurency = 4");
+        assert!(
+            m.contains("unknown key `concurency`; did you mean `concurrency`?"),
+            "{m}"
+        );
+        assert!(m.starts_with("f.toml: "), "{m}");
+        assert!(msg("per_host = 2").contains("did you mean `per-host`?"));
+        assert!(msg("max-page = 2").contains("did you mean `max-pages`?"));
+        assert!(msg("user-agnet = \"x\"").contains("did you mean `user-agent`?"));
+        let m = msg("colour = true");
+        assert!(
+            m.contains("unknown key `colour`") && !m.contains("did you mean"),
+            "{m}"
+        );
+        // The known keys are exactly the struct's fields.
+        let keys = CrawlConfig::keys();
+        assert!(keys.contains(&"concurrency".to_string()));
+        assert!(keys.contains(&"proxy-cooldown".to_string()));
     }
 
     #[test]
