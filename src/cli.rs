@@ -177,6 +177,9 @@ pub struct CrawlOptions {
     /// How long a failing proxy stays out of rotation [default: 5m].
     #[arg(long, value_name = "DURATION")]
     pub proxy_cooldown: Option<String>,
+    /// Serve Prometheus metrics on this address while crawling, e.g. 127.0.0.1:9898.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<String>,
 }
 
 /// How a crawl reports.
@@ -302,6 +305,7 @@ impl CrawlOptions {
             ("retry-backoff", &self.retry_backoff),
             ("proxy-rotation", &self.proxy_rotation),
             ("proxy-cooldown", &self.proxy_cooldown),
+            ("metrics-addr", &self.metrics_addr),
         ] {
             if let Some(v) = v {
                 t.insert(k.into(), toml::Value::String(v.clone()));
@@ -378,6 +382,7 @@ mod tests {
             proxy_rotation: Some("per-host".into()),
             proxy_max_failures: Some(2),
             proxy_cooldown: Some("1m".into()),
+            metrics_addr: Some("127.0.0.1:9898".into()),
         };
         let patch = opts.to_patch();
         let config = trawl::CrawlConfig::layered(None, &[("flags", &patch)]).unwrap();

@@ -210,6 +210,9 @@ pub struct CrawlConfig {
     /// How long a failing proxy stays out of rotation before it is tried again.
     #[serde(with = "humantime_serde")]
     pub proxy_cooldown: Duration,
+    /// Serve Prometheus metrics on this address (e.g. `127.0.0.1:9898`) while crawling;
+    /// empty for none.
+    pub metrics_addr: String,
 }
 
 /// A per-host request budget: `requests` per `window`.
@@ -363,6 +366,7 @@ impl Default for CrawlConfig {
             proxy_rotation: Rotation::PerRequest,
             proxy_max_failures: 3,
             proxy_cooldown: Duration::from_secs(300),
+            metrics_addr: String::new(),
         }
     }
 }
@@ -505,6 +509,15 @@ impl CrawlConfig {
                         "proxy URLs such as \"http://127.0.0.1:3128\" or \"socks5://10.0.0.2:1080\"",
                 });
             }
+        }
+        if !self.metrics_addr.is_empty()
+            && self.metrics_addr.parse::<std::net::SocketAddr>().is_err()
+        {
+            return Err(ConfigError::OutOfRange {
+                key: "metrics-addr",
+                value: format!("{:?}", self.metrics_addr),
+                expected: "an address and port such as \"127.0.0.1:9898\", or \"\" for none",
+            });
         }
         for h in &self.headers {
             if parse_header(h).is_none() {

@@ -204,6 +204,8 @@ impl CrawlerBuilder {
         proxy_max_failures: u32 => "proxy-max-failures", |v: u32| int(v.into());
         /// How long a failing proxy stays out (`proxy-cooldown`).
         proxy_cooldown: Duration => "proxy-cooldown", duration;
+        /// Serve Prometheus metrics here while crawling (`metrics-addr`).
+        metrics_addr: String => "metrics-addr", toml::Value::String;
     }
 
     /// Open the store and settle seeds and configuration. Nothing is fetched yet.
@@ -426,6 +428,15 @@ impl Crawler {
                 queued: 0,
             });
         }
+        // The metrics endpoint lives exactly as long as this run.
+        let (metrics_stop, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
+        if !config.metrics_addr.is_empty() {
+            let addr = crate::metrics::serve(&config.metrics_addr, progress.clone(), async {
+                let _ = metrics_stopped.await;
+            })
+            .await?;
+            tracing::info!(%addr, "serving metrics");
+        }
         store.mark_running(true)?;
 
         let wake = Arc::new(Notify::new());
@@ -585,6 +596,7 @@ impl Crawler {
             let _ = store.mark_running(false);
             return Err(e);
         }
+        drop(metrics_stop);
         let finished = !cancel.is_cancelled() && drain.count() == 0;
         if finished {
             store

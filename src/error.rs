@@ -21,6 +21,9 @@ pub enum Error {
     /// The HTTP client could not be built.
     #[error(transparent)]
     Fetch(#[from] FetchError),
+    /// The metrics endpoint could not start.
+    #[error(transparent)]
+    Metrics(#[from] crate::metrics::MetricsError),
     /// No database path was given to the builder.
     #[error("no database given; set one with --db FILE")]
     NoDb,
@@ -45,7 +48,7 @@ impl Error {
                 e,
                 StoreError::DiskFull { .. } | StoreError::WriterGone | StoreError::Sqlite { .. }
             ),
-            Error::Fetch(_) => true,
+            Error::Fetch(_) | Error::Metrics(_) => true,
             Error::Internal(_) => false,
         }
     }

@@ -42,6 +42,7 @@
 //!   read from the file as tables, CSV or JSON.
 //! - [`link`]: link kinds shared by all of the above.
 //! - [`stats`]: run counters for progress and the summary.
+//! - [`metrics`]: the counters in Prometheus text format, served while a crawl runs.
 //! - [`traps`]: URL shapes that never end (limits on length, depth of path, repeats) and session IDs.
 
 pub mod admit;
@@ -55,6 +56,7 @@ pub mod extract;
 pub mod fetch;
 pub mod frontier;
 pub mod link;
+pub mod metrics;
 pub mod politeness;
 pub mod proxy;
 pub mod report;

@@ -16,8 +16,18 @@ pub struct Stats {
     failed: AtomicU64,
     bytes: AtomicU64,
     edges: AtomicU64,
+    retries: AtomicU64,
+    pauses: AtomicU64,
+    /// Fetch durations: counts per bucket of [`LATENCY_BUCKETS_MS`] (and one past the
+    /// last), and their sum.
+    latency: [AtomicU64; LATENCY_BUCKETS_MS.len() + 1],
+    latency_sum_ms: AtomicU64,
     errors: Mutex<BTreeMap<&'static str, u64>>,
 }
+
+/// Upper bounds of the fetch-duration histogram, in milliseconds.
+pub const LATENCY_BUCKETS_MS: [u64; 12] =
+    [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000];
 
 impl Stats {
     /// Count one page's result.
@@ -40,6 +50,22 @@ impl Stats {
         }
         self.bytes.fetch_add(rec.size.unwrap_or(0), Relaxed);
         self.edges.fetch_add(rec.edges.len() as u64, Relaxed);
+        let bucket = LATENCY_BUCKETS_MS
+            .iter()
+            .position(|&b| rec.fetch_ms <= b)
+            .unwrap_or(LATENCY_BUCKETS_MS.len());
+        self.latency[bucket].fetch_add(1, Relaxed);
+        self.latency_sum_ms.fetch_add(rec.fetch_ms, Relaxed);
+    }
+
+    /// Count an attempt that will be repeated.
+    pub fn record_retry(&self) {
+        self.retries.fetch_add(1, Relaxed);
+    }
+
+    /// Count a host paused by a 429 or 503.
+    pub fn record_pause(&self) {
+        self.pauses.fetch_add(1, Relaxed);
     }
 
     /// URLs fetched (or failed) this run.
@@ -60,6 +86,10 @@ impl Stats {
             failed: self.failed(),
             bytes: self.bytes.load(Relaxed),
             edges: self.edges.load(Relaxed),
+            retries: self.retries.load(Relaxed),
+            pauses: self.pauses.load(Relaxed),
+            latency: std::array::from_fn(|i| self.latency[i].load(Relaxed)),
+            latency_sum_ms: self.latency_sum_ms.load(Relaxed),
             errors: self
                 .errors
                 .lock()
@@ -85,6 +115,14 @@ pub struct RunCounts {
     pub bytes: u64,
     /// Edges recorded.
     pub edges: u64,
+    /// Attempts that were retried.
+    pub retries: u64,
+    /// Host pauses after a 429 or 503.
+    pub pauses: u64,
+    /// Fetch durations per bucket of [`LATENCY_BUCKETS_MS`], the last for longer ones.
+    pub latency: [u64; LATENCY_BUCKETS_MS.len() + 1],
+    /// Sum of fetch durations.
+    pub latency_sum_ms: u64,
     /// Failures by error kind.
     pub errors: BTreeMap<String, u64>,
     /// Wall time of the run.

@@ -96,6 +96,7 @@ impl Worker {
             let record = match AssertUnwindSafe(self.page(&item)).catch_unwind().await {
                 Ok(Attempt::Done(record)) => record,
                 Ok(Attempt::Retry(at)) => {
+                    self.stats.record_retry();
                     // Keeps its drain guard while it waits.
                     item.attempts += 1;
                     self.frontier.retry_at(item, at);
@@ -146,6 +147,7 @@ impl Worker {
                     let at = Instant::now() + wait;
                     if retry::pauses_host(status) {
                         self.frontier.pause(item.host, at);
+                        self.stats.record_pause();
                     }
                     if self.retry.may_retry(attempts) {
                         return Attempt::Retry(at);

@@ -1,0 +1,183 @@
+//! Prometheus metrics of a running crawl, served as text on `metrics-addr`.
+//!
+//! Everything comes from [`Progress`] snapshots (the same counters the progress line
+//! shows), rendered on each scrape: nothing is computed unless someone asks.
+
+use std::fmt::Write as _;
+use std::future::Future;
+use std::net::SocketAddr;
+
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+
+use crate::crawler::{Progress, ProgressSnapshot};
+use crate::stats::LATENCY_BUCKETS_MS;
+
+/// Why the metrics endpoint could not start.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot serve metrics on {addr}: {source}; choose another --metrics-addr")]
+pub struct MetricsError {
+    /// The address asked for.
+    pub addr: String,
+    /// What the OS said.
+    pub source: std::io::Error,
+}
+
+/// Bind `addr` and serve `/metrics` (any path, in fact) until `stop` completes. Returns
+/// the bound address (useful with port 0) once listening.
+pub async fn serve(
+    addr: &str,
+    progress: Progress,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> Result<SocketAddr, MetricsError> {
+    let err = |source| MetricsError {
+        addr: addr.to_string(),
+        source,
+    };
+    let listener = TcpListener::bind(addr).await.map_err(err)?;
+    let bound = listener.local_addr().map_err(err)?;
+    // Open connections close with the listener: a scraper's keep-alive connection must
+    // not outlive the crawl.
+    let stopped = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(async move {
+        tokio::pin!(stop);
+        loop {
+            let (stream, _) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(s) => s,
+                    Err(_) => continue,
+                },
+                _ = &mut stop => {
+                    stopped.cancel();
+                    return;
+                }
+            };
+            let progress = progress.clone();
+            let stopped = stopped.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |_req: Request<hyper::body::Incoming>| {
+                    let body = render(&progress.snapshot());
+                    async move {
+                        Response::builder()
+                            .header("content-type", "text/plain; version=0.0.4")
+                            .body(Full::new(Bytes::from(body)))
+                    }
+                });
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service);
+                tokio::select! {
+                    _ = conn => {}
+                    _ = stopped.cancelled() => {}
+                }
+            });
+        }
+    });
+    Ok(bound)
+}
+
+/// The Prometheus text exposition of one snapshot.
+pub fn render(s: &ProgressSnapshot) -> String {
+    let r = &s.run;
+    let f = &s.frontier;
+    let mut out = String::with_capacity(2048);
+    let _ = writeln!(
+        out,
+        "# HELP trawl_pages_total URLs fetched this run, by status class.\n# TYPE trawl_pages_total counter"
+    );
+    for (i, class) in ["1xx", "2xx", "3xx", "4xx", "5xx"].iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "trawl_pages_total{{class=\"{class}\"}} {}",
+            r.by_class[i + 1]
+        );
+    }
+    let no_response = r.pages - r.by_class.iter().sum::<u64>();
+    let _ = writeln!(out, "trawl_pages_total{{class=\"none\"}} {no_response}");
+    let simple: [(&str, &str, &str, u64); 9] = [
+        (
+            "trawl_failed_total",
+            "counter",
+            "URLs that failed (no usable response, loops).",
+            r.failed,
+        ),
+        ("trawl_bytes_total", "counter", "Body bytes read.", r.bytes),
+        ("trawl_edges_total", "counter", "Edges recorded.", r.edges),
+        (
+            "trawl_retries_total",
+            "counter",
+            "Attempts retried after a transient fault.",
+            r.retries,
+        ),
+        (
+            "trawl_host_pauses_total",
+            "counter",
+            "Hosts paused by a 429 or 503.",
+            r.pauses,
+        ),
+        (
+            "trawl_in_flight",
+            "gauge",
+            "Fetches under way.",
+            f.in_flight as u64,
+        ),
+        (
+            "trawl_queued_memory",
+            "gauge",
+            "Queued URLs held in memory.",
+            f.in_memory as u64,
+        ),
+        (
+            "trawl_queued_disk",
+            "gauge",
+            "Queued URLs waiting on disk.",
+            f.spilled,
+        ),
+        (
+            "trawl_retrying",
+            "gauge",
+            "URLs waiting for another attempt.",
+            f.retrying as u64,
+        ),
+    ];
+    for (name, kind, help, value) in simple {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# HELP trawl_errors_total Failures by error kind.\n# TYPE trawl_errors_total counter"
+    );
+    for (kind, n) in &r.errors {
+        let _ = writeln!(out, "trawl_errors_total{{kind=\"{kind}\"}} {n}");
+    }
+    let _ = writeln!(
+        out,
+        "# HELP trawl_fetch_duration_seconds Request start to body end.\n# TYPE trawl_fetch_duration_seconds histogram"
+    );
+    let mut cumulative = 0;
+    for (i, le) in LATENCY_BUCKETS_MS.iter().enumerate() {
+        cumulative += r.latency[i];
+        let _ = writeln!(
+            out,
+            "trawl_fetch_duration_seconds_bucket{{le=\"{}\"}} {cumulative}",
+            *le as f64 / 1000.0
+        );
+    }
+    cumulative += r.latency[LATENCY_BUCKETS_MS.len()];
+    let _ = writeln!(
+        out,
+        "trawl_fetch_duration_seconds_bucket{{le=\"+Inf\"}} {cumulative}"
+    );
+    let _ = writeln!(
+        out,
+        "trawl_fetch_duration_seconds_sum {}\ntrawl_fetch_duration_seconds_count {cumulative}",
+        r.latency_sum_ms as f64 / 1000.0
+    );
+    out
+}

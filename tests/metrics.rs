@@ -1,0 +1,62 @@
+//! The Prometheus endpoint, scraped during a real crawl of a local site.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{SiteServer, SiteSpec};
+use trawl::Crawler;
+
+fn value(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_served_while_crawling() {
+    let spec = SiteSpec {
+        latency: Duration::from_millis(40),
+        ..SiteSpec::small()
+    };
+    let server = SiteServer::start(support::Site::generate(&spec)).await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let dir = tempfile::tempdir().unwrap();
+    let crawl = Crawler::builder()
+        .db(dir.path().join("m.db"))
+        .seed(format!("{}/", server.base()))
+        .concurrency(2)
+        .metrics_addr(addr.clone())
+        .build()
+        .unwrap()
+        .run(std::future::pending());
+    let crawl = tokio::spawn(crawl);
+    let client = reqwest::Client::new();
+    let url = format!("http://{addr}/metrics");
+    let mut scraped = None;
+    for _ in 0..200 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if let Ok(r) = client.get(&url).send().await {
+            let text = r.text().await.unwrap();
+            if value(&text, "trawl_pages_total{class=\"2xx\"}") >= 5.0 {
+                scraped = Some(text);
+                break;
+            }
+        }
+    }
+    let text = scraped.expect("metrics show progress during the crawl");
+    assert!(value(&text, "trawl_fetch_duration_seconds_count") >= 5.0);
+    assert!(value(&text, "trawl_fetch_duration_seconds_bucket{le=\"+Inf\"}") >= 5.0);
+    assert!(value(&text, "trawl_bytes_total") > 0.0);
+    assert!(text.contains("# TYPE trawl_in_flight gauge"));
+    let summary = crawl.await.unwrap().unwrap();
+    assert_eq!(summary.outcome, trawl::Outcome::Finished);
+    // The endpoint lives as long as the crawl.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(client.get(&url).send().await.is_err());
+}
