@@ -110,6 +110,7 @@ impl Fetcher {
             }
         }
         let jar = Arc::new(reqwest::cookie::Jar::default());
+        let dns = Arc::new(crate::dns::CachingResolver::new());
         let build = |proxy: Option<&str>| -> Result<Client, FetchError> {
             let mut b = Client::builder()
                 .default_headers(headers.clone())
@@ -128,6 +129,7 @@ impl Fetcher {
             if config.cookies {
                 b = b.cookie_provider(jar.clone());
             }
+            b = b.dns_resolver(dns.clone());
             b = match proxy {
                 Some(p) => b.proxy(
                     reqwest::Proxy::all(p)

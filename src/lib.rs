@@ -29,6 +29,7 @@
 //! - [`worker`]: one page: fetch, extract while streaming, admit, record.
 //! - [`fetch`]: one HTTP request with timeouts and a body cap; no automatic redirects.
 //! - [`proxy`]: proxy rotation and taking failing proxies out of rotation.
+//! - [`dns`]: a DNS cache shared by every connection of a crawl.
 //! - [`politeness`]: what trawl asks of each host before fetching from it (robots.txt,
 //!   Retry-After).
 //! - [`sitemap`]: sitemaps.org documents (XML, gzip, plain text), parsed streaming.
@@ -49,6 +50,7 @@ pub mod admit;
 pub mod charset;
 pub mod config;
 pub mod crawler;
+pub mod dns;
 pub mod drain;
 mod error;
 pub mod export;
