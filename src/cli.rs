@@ -23,7 +23,8 @@ pub enum Command {
   trawl crawl --db site.db                          resume it after Ctrl-C or a crash
   trawl crawl https://example.org/ --db s.db --scope domain --max-depth 3 --exclude '/tag/'
 
-Exit codes: 0 finished, 1 failed while crawling, 2 bad input, 130 interrupted (resumable).")]
+Exit codes: 0 finished (or nothing to do), 1 failed while crawling, or with --fail-on-errors
+finished with URLs that failed or answered 4xx/5xx, 2 bad input, 130 interrupted (resumable).")]
     Crawl(Box<CrawlArgs>),
     /// Write the pages or the link graph of a crawl as CSV, JSON Lines, GraphML, DOT, or
     /// a sitemap.
@@ -45,6 +46,46 @@ Exit codes: 0 finished, 1 failed while crawling, 2 bad input, 130 interrupted (r
 
 Reports read the file only (a crawl may be running) and create no index.")]
     Report(ReportArgs),
+    /// Show whether a crawl is running and how far it got: counts, errors, rate.
+    #[command(after_help = "Examples:
+  trawl status --db site.db                 while a crawl runs (from another terminal) or after
+  trawl status --db site.db --format json   for scripts and monitoring
+
+Reads the file only; a crawl may be running.")]
+    Status(StatusArgs),
+    /// Print the configuration `trawl crawl` would use with the same arguments, as TOML.
+    #[command(
+        after_help = "Each layer overrides the one before: the defaults (or the configuration stored in
+--db FILE, when it holds a crawl), then --config FILE, then the flags.
+
+Examples:
+  trawl config --show > my.toml                           every option and its default
+  trawl config --show --db site.db --max-pages 500        what resuming with --max-pages would use"
+    )]
+    Config(Box<ConfigArgs>),
+    /// Print a shell completion script.
+    #[command(after_help = "Examples:
+  trawl completions bash > ~/.local/share/bash-completion/completions/trawl
+  trawl completions zsh > ~/.zfunc/_trawl          (with fpath+=~/.zfunc before compinit)
+  trawl completions fish > ~/.config/fish/completions/trawl.fish")]
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), for trawl or one of its commands.
+    #[command(after_help = "Examples:
+  trawl man | man -l -
+  trawl man crawl > /usr/local/share/man/man1/trawl-crawl.1")]
+    Man(ManArgs),
+}
+
+/// The configuration layers a crawl takes from the command line, over its base (the
+/// defaults, or the configuration stored with the crawl): the file, then the flags.
+#[derive(Debug, Args)]
+pub struct ConfigLayers {
+    /// Read options from this TOML file (see config/default.toml); flags win over it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub options: CrawlOptions,
 }
 
 /// `trawl crawl`.
@@ -58,16 +99,17 @@ pub struct CrawlArgs {
     #[arg(long, value_name = "FILE")]
     pub db: PathBuf,
 
-    /// Read options from this TOML file (see config/default.toml); flags win over it.
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-
     /// Start a finished crawl again from its seeds, discarding its previous results.
     #[arg(long)]
     pub recrawl: bool,
 
+    /// Exit 1 when the crawl finishes (or was finished) with URLs that failed or answered
+    /// 4xx/5xx: for CI checks of a site's links.
+    #[arg(long)]
+    pub fail_on_errors: bool,
+
     #[command(flatten)]
-    pub options: CrawlOptions,
+    pub layers: ConfigLayers,
 
     #[command(flatten)]
     pub output: OutputArgs,
@@ -239,6 +281,57 @@ pub struct ExportArgs {
     /// parts beside it).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+}
+
+/// `trawl status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The crawl's SQLite file (read only; a crawl may be running).
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+    /// Lines for people, or one JSON object for programs.
+    #[arg(long, value_enum, default_value_t = StatusFormat::Text)]
+    pub format: StatusFormat,
+}
+
+/// How `trawl status` prints.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum StatusFormat {
+    /// Lines for people.
+    Text,
+    /// One JSON object.
+    Json,
+}
+
+/// `trawl config`.
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// Print the effective configuration as TOML (what this command does; may be left out).
+    #[arg(long)]
+    pub show: bool,
+    /// A crawl's SQLite file: when it holds a crawl, its stored configuration is the base
+    /// (as when the crawl resumes). Read only; a missing file is not created.
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub layers: ConfigLayers,
+}
+
+/// `trawl completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `trawl man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// A command's page (trawl-crawl(1), ...) instead of trawl(1).
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
 }
 
 /// `trawl report`.

@@ -44,6 +44,7 @@
 //! - [`link`]: link kinds shared by all of the above.
 //! - [`stats`]: run counters for progress and the summary.
 //! - [`metrics`]: the counters in Prometheus text format, served while a crawl runs.
+//! - [`status`]: where a crawl stands (running, counts, rate), read from its file.
 //! - [`traps`]: URL shapes that never end (limits on length, depth of path, repeats) and session IDs.
 
 pub mod admit;
@@ -65,6 +66,7 @@ pub mod report;
 pub mod retry;
 pub mod sitemap;
 pub mod stats;
+pub mod status;
 pub mod store;
 pub mod traps;
 pub mod url_norm;

@@ -4,6 +4,7 @@
 mod cli;
 mod exit_codes;
 mod progress;
+mod status_view;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -11,10 +12,14 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 
-use cli::{Cli, Command, CrawlArgs, ExportArgs, LogFormat, ReportArgs};
+use cli::{
+    Cli, Command, CompletionsArgs, ConfigArgs, ConfigLayers, CrawlArgs, ExportArgs, LogFormat,
+    ManArgs, ReportArgs, StatusArgs, StatusFormat,
+};
 use exit_codes::{BAD_INPUT, FAILED, INTERRUPTED, SUCCESS};
+use trawl::config::{ConfigError, ConfigPatch};
 use trawl::store::{OpenMode, SqliteStore};
-use trawl::{Crawler, Outcome};
+use trawl::{CrawlConfig, Crawler, CrawlerBuilder, Outcome};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -29,6 +34,43 @@ fn main() -> ExitCode {
         Command::Crawl(args) => crawl(*args),
         Command::Export(args) => export(args),
         Command::Report(args) => report(args),
+        Command::Status(args) => status(args),
+        Command::Config(args) => config(*args),
+        Command::Completions(args) => completions(args),
+        Command::Man(args) => man(args),
+    }
+}
+
+impl ConfigLayers {
+    /// The patches laid over the base, in order, named as the builder names them in
+    /// errors: the `--config` file by its path, then the flags as "options".
+    fn patches(&self) -> Result<Vec<(String, ConfigPatch)>, ConfigError> {
+        let mut patches = Vec::new();
+        if let Some(path) = &self.config {
+            patches.push((path.display().to_string(), CrawlConfig::read_patch(path)?));
+        }
+        patches.push(("options".to_string(), self.options.to_patch()));
+        Ok(patches)
+    }
+
+    /// Hand the layers to a crawl's builder, which lays them over its base the same way
+    /// [`ConfigLayers::effective`] does.
+    fn apply(&self, mut builder: CrawlerBuilder) -> CrawlerBuilder {
+        if let Some(path) = &self.config {
+            builder = builder.config_file(path);
+        }
+        builder.options(self.options.to_patch())
+    }
+
+    /// The configuration a crawl with these layers uses over `base` (the stored
+    /// configuration when resuming, else the defaults).
+    fn effective(&self, base: Option<&CrawlConfig>) -> Result<CrawlConfig, ConfigError> {
+        let patches = self.patches()?;
+        let refs: Vec<(&str, &ConfigPatch)> =
+            patches.iter().map(|(o, p)| (o.as_str(), p)).collect();
+        // Like the builder: what is given must be valid on its own, whatever the base.
+        CrawlConfig::layered(None, &refs)?;
+        CrawlConfig::layered(base, &refs)
     }
 }
 
@@ -73,14 +115,11 @@ fn crawl(args: CrawlArgs) -> ExitCode {
         Err(e) => return fail(FAILED, format!("cannot start the runtime: {e}")),
     };
     runtime.block_on(async move {
-        let mut builder = Crawler::builder()
+        let builder = Crawler::builder()
             .db(&args.db)
             .seeds(args.seeds.iter().cloned())
-            .recrawl(args.recrawl)
-            .options(args.options.to_patch());
-        if let Some(path) = &args.config {
-            builder = builder.config_file(path);
-        }
+            .recrawl(args.recrawl);
+        let builder = args.layers.apply(builder);
         let crawler = match builder.build() {
             Ok(c) => c,
             Err(e) => {
@@ -93,7 +132,8 @@ fn crawl(args: CrawlArgs) -> ExitCode {
                 "{} holds a finished crawl; nothing to do (use --recrawl to crawl it again, or trawl export to read it)",
                 args.db.display()
             );
-            return ExitCode::from(SUCCESS);
+            drop(crawler);
+            return finished_exit(&args);
         }
         if crawler.is_resume() {
             tracing::info!(db = %args.db.display(), "resuming the crawl stored in the file");
@@ -113,7 +153,7 @@ fn crawl(args: CrawlArgs) -> ExitCode {
                 print_summary(&args, &s);
                 match s.outcome {
                     Outcome::Interrupted => ExitCode::from(INTERRUPTED),
-                    _ => ExitCode::from(SUCCESS),
+                    _ => finished_exit(&args),
                 }
             }
             Err(e) => {
@@ -122,6 +162,26 @@ fn crawl(args: CrawlArgs) -> ExitCode {
             }
         }
     })
+}
+
+/// The exit code of a finished crawl: success, unless `--fail-on-errors` and some URLs
+/// failed or answered 4xx/5xx (counted over the whole crawl, every run of it).
+fn finished_exit(args: &CrawlArgs) -> ExitCode {
+    if !args.fail_on_errors {
+        return ExitCode::from(SUCCESS);
+    }
+    match trawl::status::read(&args.db) {
+        Ok(s) if s.broken == 0 => ExitCode::from(SUCCESS),
+        Ok(s) => {
+            eprintln!(
+                "trawl: {} URLs failed or answered 4xx/5xx (--fail-on-errors); `trawl report --db {} broken` lists them",
+                s.broken,
+                args.db.display()
+            );
+            ExitCode::from(FAILED)
+        }
+        Err(e) => fail(FAILED, e),
+    }
 }
 
 /// Completes on the first Ctrl-C (or SIGTERM): a clean stop. A second Ctrl-C exits at once;
@@ -294,4 +354,133 @@ fn run_report(args: &ReportArgs) -> anyhow::Result<()> {
     report::run(&store, kind, format, args.limit, &mut w)?;
     w.flush().map_err(report::ReportError::from)?;
     Ok(())
+}
+
+fn status(args: StatusArgs) -> ExitCode {
+    let s = match trawl::status::read(&args.db) {
+        Ok(s) => s,
+        Err(e) => {
+            let usage = !matches!(e, trawl::store::StoreError::Sqlite { .. });
+            return fail(if usage { BAD_INPUT } else { FAILED }, e);
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    let written = match args.format {
+        StatusFormat::Text => status_view::text(&s, &mut out),
+        StatusFormat::Json => status_view::json(&s, &mut out),
+    };
+    match written.and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => fail(FAILED, e),
+        _ => ExitCode::from(SUCCESS),
+    }
+}
+
+fn config(args: ConfigArgs) -> ExitCode {
+    match show_config(&args) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::from(SUCCESS)
+        }
+        Err(e) => {
+            let failed = e
+                .downcast_ref::<trawl::store::StoreError>()
+                .is_some_and(|s| matches!(s, trawl::store::StoreError::Sqlite { .. }));
+            fail(if failed { FAILED } else { BAD_INPUT }, with_causes(&e))
+        }
+    }
+}
+
+/// The effective configuration as TOML, with a comment header naming its layers. Reads
+/// `--db` only when it exists, and read-only.
+fn show_config(args: &ConfigArgs) -> anyhow::Result<String> {
+    let mut header =
+        vec!["# The configuration `trawl crawl` uses with these arguments.".to_string()];
+    let mut stored = None;
+    match &args.db {
+        None => header.push("# base: the defaults (no --db given)".into()),
+        Some(db) if !db.exists() || std::fs::metadata(db)?.len() == 0 => header.push(format!(
+            "# base: the defaults ({} holds no crawl yet: a crawl would start there)",
+            db.display()
+        )),
+        Some(db) => match trawl::status::stored_crawl(db)? {
+            None => header.push(format!(
+                "# base: the defaults ({} holds no crawl yet)",
+                db.display()
+            )),
+            Some(row) => {
+                let state = if row.finished_at.is_some() {
+                    "a finished crawl: `trawl crawl` does nothing without --recrawl, which keeps this configuration"
+                } else {
+                    "an unfinished crawl: `trawl crawl` resumes it with this configuration"
+                };
+                header.push(format!(
+                    "# base: the configuration stored in {} ({state})",
+                    db.display()
+                ));
+                stored = Some(CrawlConfig::from_toml(&row.config)?);
+            }
+        },
+    }
+    if let Some(path) = &args.layers.config {
+        header.push(format!("# then: --config {}", path.display()));
+    }
+    let flags = args.layers.options.to_patch();
+    if !flags.is_empty() {
+        let keys: Vec<&str> = flags.keys().map(String::as_str).collect();
+        header.push(format!("# then: the flags setting {}", keys.join(", ")));
+    }
+    let config = args.layers.effective(stored.as_ref())?;
+    Ok(format!("{}\n\n{}", header.join("\n"), config.to_toml()))
+}
+
+fn completions(args: CompletionsArgs) -> ExitCode {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    let mut out = std::io::stdout().lock();
+    clap_complete::generate(args.shell, &mut cmd, "trawl", &mut out);
+    ExitCode::from(SUCCESS)
+}
+
+fn man(args: ManArgs) -> ExitCode {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    cmd.build();
+    let page = match &args.command {
+        None => clap_mangen::Man::new(cmd),
+        Some(name) => match cmd.find_subcommand(name) {
+            Some(sub) => {
+                let title = format!("trawl-{}", sub.get_name());
+                clap_mangen::Man::new(sub.clone()).title(title)
+            }
+            None => {
+                let names: Vec<&str> = cmd
+                    .get_subcommands()
+                    .map(|c| c.get_name())
+                    .filter(|&n| n != "help")
+                    .collect();
+                return fail(
+                    BAD_INPUT,
+                    format!("no command `{name}`; the commands are {}", names.join(", ")),
+                );
+            }
+        },
+    };
+    let page = page.source(format!("trawl {}", env!("CARGO_PKG_VERSION")));
+    let mut roff = Vec::new();
+    if let Err(e) = page.render(&mut roff) {
+        return fail(FAILED, e);
+    }
+    // A man page opens with its .TH line; clap_mangen puts the definition of the
+    // apostrophe string first, which may as well follow it.
+    let roff = String::from_utf8_lossy(&roff);
+    let mut lines: Vec<&str> = roff.lines().collect();
+    if let Some(i) = lines.iter().position(|l| l.starts_with(".TH ")) {
+        let th = lines.remove(i);
+        lines.insert(0, th);
+    }
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{}", lines.join("\n")).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => fail(FAILED, e),
+        _ => ExitCode::from(SUCCESS),
+    }
 }

@@ -1,0 +1,274 @@
+//! Where a crawl stands, read from its file: for `trawl status` in another terminal while
+//! a crawl runs, or afterwards.
+//!
+//! Read-only and lock-free: the file is opened like `trawl export` opens it, and whether
+//! a crawler holds it is asked of the advisory lock (taken and released at once when it is
+//! free, never held). The `-wal` and `-shm` files a read-only connection creates beside a
+//! finished crawl are removed again, so reading leaves the file as it was.
+
+use std::collections::BTreeMap;
+use std::fs::{File, TryLockError};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::store::{now_ms, CrawlRow, OpenMode, SqliteStore, StoreError, UrlState};
+
+/// The window of [`Status::recent_rate`].
+pub const RECENT_WINDOW_MS: i64 = 60_000;
+
+/// Whether a crawl is going on in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum State {
+    /// No crawl was started in the file yet.
+    NotStarted,
+    /// A trawl process holds the file and is crawling.
+    Running,
+    /// Unfinished and nobody crawling: stopped by Ctrl-C, killed or crashed. `trawl crawl
+    /// --db FILE` resumes it.
+    Stopped,
+    /// The frontier drained: every in-scope URL was fetched.
+    Finished,
+}
+
+impl State {
+    /// The name shown to people and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::NotStarted => "not-started",
+            State::Running => "running",
+            State::Stopped => "stopped",
+            State::Finished => "finished",
+        }
+    }
+}
+
+/// A snapshot of a crawl. Times are Unix milliseconds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    /// The file read.
+    pub db: PathBuf,
+    /// Running, stopped, finished, or not started.
+    pub state: State,
+    /// The process recorded as crawling (`crawl.running_pid`); after a kill it stays
+    /// behind while `locked` is false.
+    pub running_pid: Option<i64>,
+    /// Whether a crawler holds the file's advisory lock now.
+    pub locked: bool,
+    /// The crawl's seeds.
+    pub seeds: Vec<String>,
+    /// When the crawl started.
+    pub started_at: Option<i64>,
+    /// The last commit of the crawl.
+    pub updated_at: Option<i64>,
+    /// When the frontier drained.
+    pub finished_at: Option<i64>,
+    /// When this snapshot was taken.
+    pub now: i64,
+    /// Start to now (running), to the finish, or to the last commit (stopped). Includes
+    /// any time a resumed crawl spent stopped.
+    pub elapsed_ms: Option<i64>,
+    /// URLs the crawl knows.
+    pub known: u64,
+    /// Fetched: a response came.
+    pub done: u64,
+    /// No usable response.
+    pub failed: u64,
+    /// Waiting to be fetched.
+    pub queued: u64,
+    /// Never to be fetched (out of scope, limits, robots.txt, ...).
+    pub skipped: u64,
+    /// URLs by HTTP status class (`"2xx"` ... `"5xx"`).
+    pub status_classes: BTreeMap<String, u64>,
+    /// Failed URLs by error kind (`timeout`, `connect`, ...).
+    pub errors: BTreeMap<String, u64>,
+    /// URLs whose fetch started in the last minute.
+    pub recent_pages: u64,
+    /// Those per second, over the last minute (or since the start, when it is more
+    /// recent); `None` unless running.
+    pub recent_rate: Option<f64>,
+    /// URLs that failed or answered 4xx/5xx (what `--fail-on-errors` counts), each once.
+    pub broken: u64,
+}
+
+impl Status {
+    /// Pages fetched (done or failed) per second from the start to the end of `elapsed_ms`.
+    pub fn average_rate(&self) -> Option<f64> {
+        let ms = self.elapsed_ms?;
+        (ms > 0).then(|| (self.done + self.failed) as f64 * 1000.0 / ms as f64)
+    }
+}
+
+/// Open `path` read-only, call `f` with it, close it, and remove the `-wal` and `-shm`
+/// files the connection created (only those it created, only when empty and no crawler
+/// holds the file).
+pub fn with_reader<T>(
+    path: &Path,
+    f: impl FnOnce(&SqliteStore) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let had_files = sibling(path, "-wal").exists() || sibling(path, "-shm").exists();
+    let result = SqliteStore::open(path, OpenMode::Read).and_then(|store| f(&store));
+    if !had_files {
+        remove_reader_files(path);
+    }
+    result
+}
+
+/// The crawl row of `path`, read-only: `None` when no crawl was started in it.
+pub fn stored_crawl(path: &Path) -> Result<Option<CrawlRow>, StoreError> {
+    with_reader(path, |store| store.crawl())
+}
+
+/// Read the status of the crawl in `path`, read-only. A crawl may be running.
+pub fn read(path: &Path) -> Result<Status, StoreError> {
+    with_reader(path, |store| read_store(path, store))
+}
+
+fn read_store(path: &Path, store: &SqliteStore) -> Result<Status, StoreError> {
+    let locked = lock_held(path)?;
+    let err = |e| StoreError::Sqlite {
+        path: path.display().to_string(),
+        source: e,
+    };
+    // One snapshot, so the counts agree with each other and with the crawl row.
+    let _snapshot = store.conn().unchecked_transaction().map_err(err)?;
+    let row = store.crawl()?;
+    let now = now_ms();
+    let mut status = Status {
+        db: path.to_owned(),
+        state: State::NotStarted,
+        running_pid: None,
+        locked,
+        seeds: Vec::new(),
+        started_at: None,
+        updated_at: None,
+        finished_at: None,
+        now,
+        elapsed_ms: None,
+        known: 0,
+        done: 0,
+        failed: 0,
+        queued: 0,
+        skipped: 0,
+        status_classes: BTreeMap::new(),
+        errors: BTreeMap::new(),
+        recent_pages: 0,
+        recent_rate: None,
+        broken: 0,
+    };
+    let updated_at: Option<i64> = store
+        .conn()
+        .query_row("SELECT updated_at FROM crawl WHERE id = 1", [], |r| {
+            r.get(0)
+        })
+        .ok();
+    if let Some(row) = &row {
+        status.seeds = row.seeds.clone();
+        status.started_at = Some(row.started_at);
+        status.updated_at = updated_at;
+        status.finished_at = row.finished_at;
+        status.running_pid = row.running_pid;
+        status.state = if row.finished_at.is_some() && !locked {
+            State::Finished
+        } else if locked {
+            State::Running
+        } else {
+            State::Stopped
+        };
+        let end = match status.state {
+            State::Running => Some(now),
+            State::Finished => row.finished_at,
+            _ => updated_at,
+        };
+        status.elapsed_ms = end.map(|e| (e - row.started_at).max(0));
+    } else if locked {
+        // A crawler that has opened the file but not written its crawl row yet.
+        status.state = State::Running;
+    }
+
+    // One scan of `urls`: every count at once.
+    let since = now - RECENT_WINDOW_MS;
+    let mut st = store
+        .conn()
+        .prepare(
+            "SELECT state, status / 100, error_kind, count(*),
+                    coalesce(sum(state IN (1, 2) AND fetched_at >= ?1), 0)
+             FROM urls GROUP BY 1, 2, 3",
+        )
+        .map_err(err)?;
+    let mut rows = st.query([since]).map_err(err)?;
+    while let Some(r) = rows.next().map_err(err)? {
+        let state: i64 = r.get(0).map_err(err)?;
+        let class: Option<i64> = r.get(1).map_err(err)?;
+        let kind: Option<String> = r.get(2).map_err(err)?;
+        let n = r.get::<_, i64>(3).map_err(err)? as u64;
+        status.recent_pages += r.get::<_, i64>(4).map_err(err)? as u64;
+        status.known += n;
+        let state = UrlState::from_code(state);
+        match state {
+            Some(UrlState::Queued) => status.queued += n,
+            Some(UrlState::Done) => status.done += n,
+            Some(UrlState::Failed) => {
+                status.failed += n;
+                let kind = kind.unwrap_or_else(|| "unknown".into());
+                *status.errors.entry(kind).or_default() += n;
+            }
+            Some(UrlState::Skipped) => status.skipped += n,
+            None => {}
+        }
+        if let Some(c @ 1..=5) = class {
+            *status.status_classes.entry(format!("{c}xx")).or_default() += n;
+        }
+        if state == Some(UrlState::Failed) || class.is_some_and(|c| c >= 4) {
+            status.broken += n;
+        }
+    }
+    if status.state == State::Running {
+        let from = status.started_at.map_or(since, |s| s.max(since));
+        let window = (now - from).max(1000);
+        status.recent_rate = Some(status.recent_pages as f64 * 1000.0 / window as f64);
+    }
+    Ok(status)
+}
+
+/// Whether a crawler holds the advisory lock on `path` (see `OpenMode::Crawl`): try to
+/// take it on a handle of our own and, when that works, let it go at once.
+fn lock_held(path: &Path) -> Result<bool, StoreError> {
+    let file = File::open(path).map_err(|source| StoreError::Open {
+        path: path.display().to_string(),
+        source,
+    })?;
+    match file.try_lock() {
+        Ok(()) => {
+            let _ = file.unlock();
+            Ok(false)
+        }
+        Err(TryLockError::WouldBlock) => Ok(true),
+        Err(TryLockError::Error(source)) => Err(StoreError::Open {
+            path: path.display().to_string(),
+            source,
+        }),
+    }
+}
+
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// Remove an empty `-wal` and its `-shm`, holding the crawl lock meanwhile so no crawler
+/// can start on the file in between; when a crawler holds it, leave them.
+fn remove_reader_files(path: &Path) {
+    let Ok(file) = File::open(path) else { return };
+    if file.try_lock().is_err() {
+        return;
+    }
+    let wal = sibling(path, "-wal");
+    if std::fs::metadata(&wal).map_or(true, |m| m.len() == 0) {
+        let _ = std::fs::remove_file(&wal);
+        let _ = std::fs::remove_file(sibling(path, "-shm"));
+    }
+    let _ = file.unlock();
+}
