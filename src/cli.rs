@@ -222,6 +222,9 @@ pub struct CrawlOptions {
     /// Serve Prometheus metrics on this address while crawling, e.g. 127.0.0.1:9898.
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<String>,
+    /// A PEM file of extra certificate authorities to trust (repeatable).
+    #[arg(long = "ca-cert", value_name = "FILE")]
+    pub ca_certs: Vec<String>,
 }
 
 /// How a crawl reports.
@@ -415,6 +418,7 @@ impl CrawlOptions {
             ("exclude", &self.exclude),
             ("headers", &self.headers),
             ("proxies", &self.proxies),
+            ("ca-certs", &self.ca_certs),
         ] {
             if !v.is_empty() {
                 t.insert(
@@ -476,6 +480,7 @@ mod tests {
             proxy_max_failures: Some(2),
             proxy_cooldown: Some("1m".into()),
             metrics_addr: Some("127.0.0.1:9898".into()),
+            ca_certs: vec!["ca.pem".into()],
         };
         let patch = opts.to_patch();
         let config = trawl::CrawlConfig::layered(None, &[("flags", &patch)]).unwrap();

@@ -213,6 +213,9 @@ pub struct CrawlConfig {
     /// Serve Prometheus metrics on this address (e.g. `127.0.0.1:9898`) while crawling;
     /// empty for none.
     pub metrics_addr: String,
+    /// PEM files of extra certificate authorities to trust (an internal CA), besides the
+    /// built-in web roots.
+    pub ca_certs: Vec<std::path::PathBuf>,
 }
 
 /// A per-host request budget: `requests` per `window`.
@@ -367,6 +370,7 @@ impl Default for CrawlConfig {
             proxy_max_failures: 3,
             proxy_cooldown: Duration::from_secs(300),
             metrics_addr: String::new(),
+            ca_certs: Vec::new(),
         }
     }
 }
@@ -558,7 +562,7 @@ mod tests {
         // Every option is documented there.
         let all = CrawlConfig::default().to_table();
         for key in all.keys() {
-            if !["include", "exclude", "headers", "proxies"].contains(&key.as_str()) {
+            if !["include", "exclude", "headers", "proxies", "ca-certs"].contains(&key.as_str()) {
                 assert!(p.contains_key(key), "config/default.toml lacks {key}");
             }
         }

@@ -206,6 +206,8 @@ impl CrawlerBuilder {
         proxy_cooldown: Duration => "proxy-cooldown", duration;
         /// Serve Prometheus metrics here while crawling (`metrics-addr`).
         metrics_addr: String => "metrics-addr", toml::Value::String;
+        /// Extra certificate authorities to trust, PEM files (`ca-certs`).
+        ca_certs: Vec<PathBuf> => "ca-certs", |v: Vec<PathBuf>| toml::Value::Array(v.into_iter().map(|p| toml::Value::String(p.display().to_string())).collect());
     }
 
     /// Open the store and settle seeds and configuration. Nothing is fetched yet.

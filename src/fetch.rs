@@ -109,6 +109,16 @@ impl Fetcher {
                 headers.append(name, value);
             }
         }
+        let mut roots = Vec::new();
+        for path in &config.ca_certs {
+            let pem = std::fs::read(path).map_err(|e| {
+                FetchError::Client(format!("cannot read ca-certs file {}: {e}", path.display()))
+            })?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+                FetchError::Client(format!("{} holds no PEM certificate: {e}", path.display()))
+            })?;
+            roots.extend(certs);
+        }
         let jar = Arc::new(reqwest::cookie::Jar::default());
         let dns = Arc::new(crate::dns::CachingResolver::new());
         let build = |proxy: Option<&str>| -> Result<Client, FetchError> {
@@ -130,6 +140,9 @@ impl Fetcher {
                 b = b.cookie_provider(jar.clone());
             }
             b = b.dns_resolver(dns.clone());
+            for cert in &roots {
+                b = b.add_root_certificate(cert.clone());
+            }
             b = match proxy {
                 Some(p) => b.proxy(
                     reqwest::Proxy::all(p)
