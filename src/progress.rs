@@ -15,6 +15,8 @@ impl Display {
     /// Start drawing `progress` on stderr.
     pub fn start(progress: Progress) -> Display {
         let bar = ProgressBar::new_spinner();
+        // No colours or styles in the template: the line redraws with cursor moves only,
+        // so it honours NO_COLOR (and needs nothing else to).
         bar.set_style(
             ProgressStyle::with_template("{spinner} {elapsed} {msg}").expect("static template"),
         );
