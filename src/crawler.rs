@@ -17,6 +17,7 @@ use url::Url;
 use crate::admit::{Gate, Limits, LinkFilter};
 use crate::config::{ByteSize, ConfigPatch, CrawlConfig, RateLimit};
 use crate::drain::Drain;
+use crate::events::{EventSink, Events};
 use crate::fetch::Fetcher;
 use crate::frontier::dispatcher::Dispatcher;
 use crate::frontier::prepare::Preparer;
@@ -289,6 +290,7 @@ impl CrawlerBuilder {
             start: status,
             hook: self.hook,
             filter: self.filter,
+            events: None,
             progress: Progress::new(),
         })
     }
@@ -311,6 +313,7 @@ pub struct Crawler {
     start: Start,
     hook: Option<PageHook>,
     filter: Option<LinkFilter>,
+    events: Option<EventSink>,
     progress: Progress,
 }
 
@@ -401,6 +404,15 @@ impl Crawler {
         self.start == Start::Finished
     }
 
+    /// Receive every fetched page as it finishes (see [`crate::events`]): at most
+    /// `capacity` wait unread before the workers wait too; `bodies` includes each page's
+    /// body. Call before [`Crawler::run`]; the events end when the run ends.
+    pub fn subscribe(&mut self, capacity: usize, bodies: bool) -> Events {
+        let (sink, events) = crate::events::channel(capacity, bodies);
+        self.events = Some(sink);
+        events
+    }
+
     /// A live view of the counters, usable while `run` is in progress.
     pub fn progress(&self) -> Progress {
         self.progress.clone()
@@ -419,6 +431,7 @@ impl Crawler {
             start,
             hook,
             filter,
+            events,
             progress,
         } = self;
         if start == Start::Finished {
@@ -522,6 +535,7 @@ impl Crawler {
             cancel: cancel.clone(),
             hook,
             agent,
+            events,
             retry: RetryPolicy {
                 max_attempts: config.max_attempts,
                 base: config.retry_backoff,

@@ -27,6 +27,7 @@
 //!   the only sender into the bounded channel the workers read.
 //! - [`drain`]: the drain counter that says when the crawl is over.
 //! - [`worker`]: one page: fetch, extract while streaming, admit, record.
+//! - [`events`]: fetched pages delivered to the library user, with backpressure.
 //! - [`fetch`]: one HTTP request with timeouts and a body cap; no automatic redirects.
 //! - [`proxy`]: proxy rotation and taking failing proxies out of rotation.
 //! - [`dns`]: a DNS cache shared by every connection of a crawl.
@@ -54,6 +55,7 @@ pub mod crawler;
 pub mod dns;
 pub mod drain;
 mod error;
+pub mod events;
 pub mod export;
 pub mod extract;
 pub mod fetch;

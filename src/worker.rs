@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admit::Gate;
 use crate::charset;
+use crate::events::{EventSink, Outlink, Page};
 use crate::extract::Extractor;
 use crate::fetch::{Fetcher, Response};
 use crate::frontier::{Frontier, QueuedUrl};
@@ -36,6 +37,26 @@ pub struct PageEvent<'a> {
 
 /// Called for every fetched URL, from the worker that fetched it.
 pub type PageHook = Arc<dyn Fn(&PageEvent<'_>) + Send + Sync>;
+
+/// The event for a finished page.
+fn page_event(item: &QueuedUrl, rec: &PageRecord, extras: Extras) -> Page {
+    Page {
+        url: item.url.clone(),
+        depth: rec.depth,
+        status: rec.status,
+        headers: extras.headers,
+        content_type: rec.content_type.clone(),
+        size: rec.size,
+        truncated: rec.truncated,
+        title: rec.title.clone(),
+        fetch_ms: rec.fetch_ms,
+        attempts: rec.attempts,
+        error_kind: rec.error_kind,
+        error: rec.error.clone(),
+        outlinks: extras.outlinks,
+        body: extras.body.map(|b| b.freeze()),
+    }
+}
 
 /// Non-HTML bodies up to this size are read (and discarded) so the connection can be
 /// reused; larger ones are recorded by their `Content-Length` and not downloaded.
@@ -61,12 +82,23 @@ pub struct Worker {
     pub retry: RetryPolicy,
     /// Our product token (lower case), for agent-specific `X-Robots-Tag` directives.
     pub agent: String,
+    /// Where page events go, if anyone subscribed.
+    pub events: Option<EventSink>,
 }
 
 /// One attempt at a URL: a result to store, or another try later.
 enum Attempt {
-    Done(PageRecord),
+    Done(Box<(PageRecord, Extras)>),
     Retry(Instant),
+}
+
+/// What a page event carries beyond the stored record; gathered only when someone
+/// subscribed to events.
+#[derive(Default)]
+struct Extras {
+    headers: reqwest::header::HeaderMap,
+    outlinks: Vec<Outlink>,
+    body: Option<bytes::BytesMut>,
 }
 
 /// Frees a host slot however the page ends.
@@ -93,8 +125,8 @@ impl Worker {
                 // Stays queued in the store; fetched on resume.
                 continue;
             }
-            let record = match AssertUnwindSafe(self.page(&item)).catch_unwind().await {
-                Ok(Attempt::Done(record)) => record,
+            let (record, extras) = match AssertUnwindSafe(self.page(&item)).catch_unwind().await {
+                Ok(Attempt::Done(done)) => *done,
                 Ok(Attempt::Retry(at)) => {
                     self.stats.record_retry();
                     // Keeps its drain guard while it waits.
@@ -102,21 +134,32 @@ impl Worker {
                     self.frontier.retry_at(item, at);
                     continue;
                 }
-                Err(panic) => PageRecord {
-                    id: item.id,
-                    depth: item.depth,
-                    failed: true,
-                    fetched_at: now_ms(),
-                    attempts: item.attempts + 1,
-                    error_kind: Some("panic"),
-                    error: Some(panic_message(&panic)),
-                    ..PageRecord::default()
-                },
+                Err(panic) => (
+                    PageRecord {
+                        id: item.id,
+                        depth: item.depth,
+                        failed: true,
+                        fetched_at: now_ms(),
+                        attempts: item.attempts + 1,
+                        error_kind: Some("panic"),
+                        error: Some(panic_message(&panic)),
+                        ..PageRecord::default()
+                    },
+                    Extras::default(),
+                ),
             };
             self.stats.record(&record);
+            let event = self
+                .events
+                .as_ref()
+                .map(|_| page_event(&item, &record, extras));
             if self.writer.page(record).await.is_err() {
                 // The store stopped on an error; the crawl reports it.
                 self.cancel.cancel();
+            }
+            if let (Some(sink), Some(event)) = (&self.events, event) {
+                // Waits while the consumer is behind: backpressure, never loss.
+                sink.send(event).await;
             }
             // `item` (its drain guard) drops only now, after its result is queued.
             drop(item);
@@ -126,6 +169,7 @@ impl Worker {
     async fn page(&self, item: &QueuedUrl) -> Attempt {
         let start = Instant::now();
         let attempts = item.attempts + 1;
+        let mut extras = Extras::default();
         let mut rec = PageRecord {
             id: item.id,
             fetched_at: now_ms(),
@@ -153,7 +197,13 @@ impl Worker {
                         return Attempt::Retry(at);
                     }
                 }
-                self.response(item, resp, &mut rec).await
+                if let Some(sink) = &self.events {
+                    extras.headers = resp.headers().clone();
+                    if sink.bodies {
+                        extras.body = Some(bytes::BytesMut::new());
+                    }
+                }
+                self.response(item, resp, &mut rec, &mut extras).await
             }
             Err(e) => {
                 if retry::is_transient_error(&e) && self.retry.may_retry(attempts) {
@@ -170,16 +220,31 @@ impl Worker {
                 record: &rec,
             });
         }
-        Attempt::Done(rec)
+        Attempt::Done(Box::new((rec, extras)))
     }
 
-    async fn response(&self, item: &QueuedUrl, mut resp: Response, rec: &mut PageRecord) {
+    async fn response(
+        &self,
+        item: &QueuedUrl,
+        mut resp: Response,
+        rec: &mut PageRecord,
+        extras: &mut Extras,
+    ) {
         rec.status = Some(resp.status().as_u16());
         rec.content_type = resp.content_type().map(str::to_owned);
         if resp.status().is_redirection() {
             if let Some(location) = resp.location() {
                 match item.url.join(location.trim()) {
                     Ok(target) => {
+                        if self.events.is_some() {
+                            let mut url = target.clone();
+                            url.set_fragment(None);
+                            extras.outlinks.push(Outlink {
+                                url,
+                                kind: crate::link::LinkKind::Redirect,
+                                nofollow: false,
+                            });
+                        }
                         let (edge, followed) = self.gate.admit_redirect(item, rec.depth, target);
                         rec.edges.push(edge);
                         if let Err(e) = followed {
@@ -206,16 +271,21 @@ impl Worker {
         }
         let html = rec.content_type.as_deref().map(is_html);
         match html {
-            Some(true) => self.html(item, resp, rec, None).await,
-            Some(false) => other(resp, rec).await,
+            Some(true) => self.html(item, resp, rec, None, extras).await,
+            Some(false) => other(resp, rec, extras).await,
             None => {
                 // No Content-Type: look at the first bytes, as browsers do.
                 match resp.chunk().await {
                     Ok(Some(first)) if looks_like_html(&first) => {
-                        self.html(item, resp, rec, Some(first)).await
+                        self.html(item, resp, rec, Some(first), extras).await
                     }
                     // `other` counts the first chunk too: the response tracks bytes read.
-                    Ok(_) => other(resp, rec).await,
+                    Ok(first) => {
+                        if let (Some(body), Some(first)) = (&mut extras.body, &first) {
+                            body.extend_from_slice(first);
+                        }
+                        other(resp, rec, extras).await
+                    }
                     Err(e) => fail(rec, e.kind(), e.to_string()),
                 }
             }
@@ -228,6 +298,7 @@ impl Worker {
         mut resp: Response,
         rec: &mut PageRecord,
         first: Option<bytes::Bytes>,
+        extras: &mut Extras,
     ) {
         let content_type = rec.content_type.clone();
         let header_charset = content_type.as_deref().and_then(charset_of);
@@ -265,6 +336,9 @@ impl Worker {
             Some(t) => extractor.write(t.push(bytes, last)),
             None => extractor.write(bytes),
         };
+        if let Some(body) = &mut extras.body {
+            body.extend_from_slice(&prefix);
+        }
         let mut parse_error = feed(
             &mut extractor,
             &prefix[decided.bom_len.min(prefix.len())..],
@@ -276,6 +350,9 @@ impl Worker {
             match resp.chunk().await {
                 Ok(Some(chunk)) => {
                     size += chunk.len() as u64;
+                    if let Some(body) = &mut extras.body {
+                        body.extend_from_slice(&chunk);
+                    }
                     parse_error = feed(&mut extractor, &chunk, false).err();
                 }
                 Ok(None) => {
@@ -304,6 +381,21 @@ impl Worker {
                 let header = robots_tag(resp_robots.as_deref(), &self.agent);
                 rec.noindex = x.meta_noindex || header.noindex;
                 let follow = !(x.meta_nofollow || header.nofollow);
+                if self.events.is_some() {
+                    extras.outlinks = x
+                        .links
+                        .iter()
+                        .map(|l| {
+                            let mut url = l.url.clone();
+                            url.set_fragment(None);
+                            Outlink {
+                                url,
+                                kind: l.kind,
+                                nofollow: l.nofollow || !follow,
+                            }
+                        })
+                        .collect();
+                }
                 rec.edges = self.gate.admit_links(item.id, rec.depth, x.links, follow);
             }
             Err(e) => fail(rec, "parse", e.to_string()),
@@ -311,7 +403,7 @@ impl Worker {
     }
 }
 
-async fn other(mut resp: Response, rec: &mut PageRecord) {
+async fn other(mut resp: Response, rec: &mut PageRecord, extras: &mut Extras) {
     if let Some(len) = resp.content_length() {
         if len > READ_OTHER_UP_TO {
             rec.size = Some(len);
@@ -320,7 +412,11 @@ async fn other(mut resp: Response, rec: &mut PageRecord) {
     }
     loop {
         match resp.chunk().await {
-            Ok(Some(_)) => {}
+            Ok(Some(chunk)) => {
+                if let Some(body) = &mut extras.body {
+                    body.extend_from_slice(&chunk);
+                }
+            }
             Ok(None) => break,
             Err(e) => {
                 fail(rec, e.kind(), e.to_string());

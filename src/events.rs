@@ -1,0 +1,107 @@
+//! Page events: every fetched URL, delivered to the library user as it finishes, in a
+//! bounded channel. Workers wait when the channel is full, so a slow consumer slows the
+//! crawl instead of losing events; dropping the receiver just stops the events.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), trawl::Error> {
+//! let mut crawler = trawl::Crawler::builder()
+//!     .db("site.db")
+//!     .seed("https://example.org/")
+//!     .build()?;
+//! let events = crawler.subscribe(64, false);
+//! let crawl = tokio::spawn(crawler.run(std::future::pending()));
+//! while let Some(page) = events.next().await {
+//!     println!("{} {:?} {} links", page.url, page.status, page.outlinks.len());
+//! }
+//! crawl.await.expect("crawl task")?;
+//! # Ok(()) }
+//! ```
+
+use bytes::Bytes;
+use reqwest::header::HeaderMap;
+use url::Url;
+
+use crate::link::LinkKind;
+
+/// One fetched URL and what came of it.
+#[derive(Debug, Clone)]
+pub struct Page {
+    /// The URL fetched.
+    pub url: Url,
+    /// Click depth.
+    pub depth: u32,
+    /// HTTP status, when a response came.
+    pub status: Option<u16>,
+    /// Response headers (empty without a response).
+    pub headers: HeaderMap,
+    /// `Content-Type`.
+    pub content_type: Option<String>,
+    /// Body bytes read.
+    pub size: Option<u64>,
+    /// The body passed `max-body` and was cut.
+    pub truncated: bool,
+    /// `<title>`.
+    pub title: Option<String>,
+    /// Request start to body end, in milliseconds.
+    pub fetch_ms: u64,
+    /// Attempts made.
+    pub attempts: u32,
+    /// Error class, when the fetch failed.
+    pub error_kind: Option<&'static str>,
+    /// Error message.
+    pub error: Option<String>,
+    /// Links found in the page, in document order (or the redirect target).
+    pub outlinks: Vec<Outlink>,
+    /// The (decoded, capped) body, when events were asked for with bodies.
+    pub body: Option<Bytes>,
+}
+
+/// One link out of a page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outlink {
+    /// Absolute URL, fragment removed.
+    pub url: Url,
+    /// The element or event that made it.
+    pub kind: LinkKind,
+    /// `rel=nofollow`, or the page said nofollow.
+    pub nofollow: bool,
+}
+
+/// The receiving end: pages as they finish.
+#[derive(Debug, Clone)]
+pub struct Events {
+    rx: async_channel::Receiver<Page>,
+}
+
+impl Events {
+    /// The next page, or `None` once the crawl has ended.
+    pub async fn next(&self) -> Option<Page> {
+        self.rx.recv().await.ok()
+    }
+
+    /// The pages as a `Stream`.
+    pub fn into_stream(self) -> impl futures_util::Stream<Item = Page> {
+        self.rx
+    }
+}
+
+/// The sending end, held by the workers.
+#[derive(Debug, Clone)]
+pub struct EventSink {
+    tx: async_channel::Sender<Page>,
+    /// Keep page bodies for the events.
+    pub bodies: bool,
+}
+
+impl EventSink {
+    /// Deliver a page, waiting while the consumer is behind. A gone consumer is ignored.
+    pub async fn send(&self, page: Page) {
+        let _ = self.tx.send(page).await;
+    }
+}
+
+/// A channel of `capacity` pages; `bodies` to include page bodies.
+pub fn channel(capacity: usize, bodies: bool) -> (EventSink, Events) {
+    let (tx, rx) = async_channel::bounded(capacity.max(1));
+    (EventSink { tx, bodies }, Events { rx })
+}
