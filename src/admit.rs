@@ -78,7 +78,8 @@ pub struct Gate {
 }
 
 impl Gate {
-    /// A gate for a fresh crawl; see [`Gate::restore`] for a resumed one.
+    /// A gate for a fresh crawl; a resumed one is then filled with [`Gate::restore_url`] and
+    /// [`Gate::restore_host`].
     pub fn new(
         scope: Scope,
         limits: Limits,

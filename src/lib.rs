@@ -48,6 +48,8 @@
 //! - [`status`]: where a crawl stands (running, counts, rate), read from its file.
 //! - [`traps`]: URL shapes that never end (limits on length, depth of path, repeats) and session IDs.
 
+#![warn(missing_docs)]
+
 pub mod admit;
 pub mod charset;
 pub mod config;

@@ -410,7 +410,7 @@ impl Frontier {
     }
 
     /// A host's robots.txt could not be read: try again at `retry_at`, and after
-    /// [`ROBOTS_ATTEMPTS`] failures treat the host as all-disallowed (RFC 9309 2.3.1.4).
+    /// three failures in a row treat the host as all-disallowed (RFC 9309 2.3.1.4).
     /// Returns whether the host was given up.
     pub fn robots_unavailable(&self, host: HostId, retry_at: Instant) -> bool {
         let now = Instant::now();

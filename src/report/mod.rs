@@ -1,5 +1,5 @@
 //! Reports: questions about a crawl answered from its file, as aligned tables for people or
-//! CSV / JSON for programs. One file per report; [`output`] holds the three writers.
+//! CSV / JSON for programs. One file per report; `output` holds the three writers.
 //!
 //! Reports open the file read-only and create no index. The crawl does not index `edges`
 //! (inserts stay fast), so every query here either scans `edges` once (with SQLite's sorts

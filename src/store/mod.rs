@@ -1,7 +1,7 @@
 //! The store: where the truth of a crawl lives.
 //!
 //! One writer owns the database connection (`writer`); everything else talks to it with
-//! [`WriteOp`] messages, and it commits them in batched transactions. URLs admitted to the
+//! `WriteOp` messages (through a [`WriterHandle`]), and it commits them in batched transactions. URLs admitted to the
 //! crawl are not sent as messages but appended to [`Pending`] *before* they become visible
 //! in the visited set, and the writer drains `Pending` before every message: so any
 //! message that mentions a URL id finds that URL's row already written in the same or an
