@@ -100,19 +100,13 @@ impl Status {
     }
 }
 
-/// Open `path` read-only, call `f` with it, close it, and remove the `-wal` and `-shm`
-/// files the connection created (only those it created, only when empty and no crawler
-/// holds the file).
+/// Open `path` read-only, call `f` with it, and close it (a reader leaves the file as it
+/// found it: see `OpenMode::Read`).
 pub fn with_reader<T>(
     path: &Path,
     f: impl FnOnce(&SqliteStore) -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
-    let had_files = sibling(path, "-wal").exists() || sibling(path, "-shm").exists();
-    let result = SqliteStore::open(path, OpenMode::Read).and_then(|store| f(&store));
-    if !had_files {
-        remove_reader_files(path);
-    }
-    result
+    SqliteStore::open(path, OpenMode::Read).and_then(|store| f(&store))
 }
 
 /// The crawl row of `path`, read-only: `None` when no crawl was started in it.
@@ -250,25 +244,4 @@ fn lock_held(path: &Path) -> Result<bool, StoreError> {
             source,
         }),
     }
-}
-
-fn sibling(path: &Path, suffix: &str) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(suffix);
-    PathBuf::from(s)
-}
-
-/// Remove an empty `-wal` and its `-shm`, holding the crawl lock meanwhile so no crawler
-/// can start on the file in between; when a crawler holds it, leave them.
-fn remove_reader_files(path: &Path) {
-    let Ok(file) = File::open(path) else { return };
-    if file.try_lock().is_err() {
-        return;
-    }
-    let wal = sibling(path, "-wal");
-    if std::fs::metadata(&wal).map_or(true, |m| m.len() == 0) {
-        let _ = std::fs::remove_file(&wal);
-        let _ = std::fs::remove_file(sibling(path, "-shm"));
-    }
-    let _ = file.unlock();
 }

@@ -11,18 +11,9 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use support::adhoc::Adhoc;
+use support::run::crawl;
 use support::{db, SiteServer, SiteSpec};
-use trawl::{Crawler, CrawlerBuilder, Outcome};
-
-async fn crawl(builder: CrawlerBuilder) -> trawl::Summary {
-    tokio::time::timeout(
-        Duration::from_secs(120),
-        builder.build().unwrap().run(std::future::pending()),
-    )
-    .await
-    .expect("the crawl ends")
-    .unwrap()
-}
+use trawl::{Crawler, Outcome};
 
 fn site(latency_ms: u64) -> SiteSpec {
     SiteSpec {

@@ -13,17 +13,8 @@ use axum::response::{Html, IntoResponse};
 use axum::routing::get;
 use axum::Router;
 use support::adhoc::Adhoc;
-use trawl::{Crawler, CrawlerBuilder, Outcome};
-
-async fn crawl(builder: CrawlerBuilder) -> trawl::Summary {
-    tokio::time::timeout(
-        Duration::from_secs(120),
-        builder.build().unwrap().run(std::future::pending()),
-    )
-    .await
-    .expect("the crawl ends")
-    .unwrap()
-}
+use support::run::crawl;
+use trawl::{Crawler, Outcome};
 
 fn row(db: &std::path::Path, key: &str) -> (i64, Option<i64>, Option<i64>, Option<String>) {
     rusqlite::Connection::open(db)

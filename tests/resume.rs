@@ -4,12 +4,12 @@
 mod support;
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags};
+use support::run::{fetched, trawl_child};
 use support::{db, SiteServer, SiteSpec};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 const CONCURRENCY: usize = 4;
 
@@ -21,34 +21,6 @@ fn spec() -> SiteSpec {
         latency: Duration::from_millis(15),
         extras: true,
     }
-}
-
-fn trawl(base: &str, db: &Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_trawl"))
-        .args(["crawl", &format!("{base}/"), "--db"])
-        .arg(db)
-        .args([
-            "--concurrency",
-            &CONCURRENCY.to_string(),
-            "--no-progress",
-            "-q",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("starting trawl")
-}
-
-/// Pages stored as fetched so far (0 while the file or its tables do not exist yet).
-fn fetched(db: &Path) -> i64 {
-    let Ok(conn) = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY) else {
-        return 0;
-    };
-    conn.query_row("SELECT count(*) FROM urls WHERE state IN (1, 2)", [], |r| {
-        r.get(0)
-    })
-    .unwrap_or(0)
 }
 
 async fn wait_for_pages(db: &Path, n: i64, child: &mut Child) {
@@ -68,10 +40,13 @@ fn signal(child: &Child, sig: i32) {
 }
 
 async fn run_to_end(base: &str, db: &Path) {
-    let out = tokio::time::timeout(Duration::from_secs(120), trawl(base, db).wait_with_output())
-        .await
-        .expect("the resumed crawl ends")
-        .unwrap();
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        trawl_child(base, db, CONCURRENCY).wait_with_output(),
+    )
+    .await
+    .expect("the resumed crawl ends")
+    .unwrap();
     assert!(
         out.status.success(),
         "resume failed: {}",
@@ -121,7 +96,7 @@ async fn kill_9_at_several_points_then_resume() {
     // Right at the start, then early, middle and late in the crawl.
     let points = [0, total / 10, total / 3, total / 2, total * 4 / 5];
     for &at in &points {
-        let mut child = trawl(&base, &path);
+        let mut child = trawl_child(&base, &path, CONCURRENCY);
         if at == 0 {
             tokio::time::sleep(Duration::from_millis(30)).await;
         } else {
@@ -144,7 +119,7 @@ async fn ctrl_c_once_stops_cleanly_and_resumes() {
     let total = server.expected().fetched.len() as i64;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("int.db");
-    let mut child = trawl(&base, &path);
+    let mut child = trawl_child(&base, &path, CONCURRENCY);
     wait_for_pages(&path, total / 3, &mut child).await;
     signal(&child, libc::SIGINT);
     let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
@@ -176,7 +151,7 @@ async fn ctrl_c_twice_exits_at_once_and_resumes() {
     let total = server.expected().fetched.len() as i64;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("int2.db");
-    let mut child = trawl(&base, &path);
+    let mut child = trawl_child(&base, &path, CONCURRENCY);
     wait_for_pages(&path, total / 3, &mut child).await;
     signal(&child, libc::SIGINT);
     tokio::time::sleep(Duration::from_millis(5)).await;

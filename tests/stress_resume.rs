@@ -6,43 +6,13 @@
 
 mod support;
 
-use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, OpenFlags};
+use support::run::{fetched, trawl_child};
 use support::{db, SiteServer, SiteSpec};
-use tokio::process::{Child, Command};
 
 const CONCURRENCY: usize = 8;
 const KILLS: usize = 25;
-
-fn trawl(base: &str, db: &Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_trawl"))
-        .args(["crawl", &format!("{base}/"), "--db"])
-        .arg(db)
-        .args([
-            "--concurrency",
-            &CONCURRENCY.to_string(),
-            "--no-progress",
-            "-q",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("starting trawl")
-}
-
-fn fetched(db: &Path) -> i64 {
-    let Ok(conn) = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY) else {
-        return 0;
-    };
-    conn.query_row("SELECT count(*) FROM urls WHERE state IN (1, 2)", [], |r| {
-        r.get(0)
-    })
-    .unwrap_or(0)
-}
 
 /// splitmix64: a fixed sequence of kill moments, the same on every run.
 fn rng(state: &mut u64) -> u64 {
@@ -76,7 +46,7 @@ async fn twenty_five_kills_lose_and_duplicate_nothing() {
     targets.sort_unstable();
     let mut kills = 0;
     for (i, &at) in targets.iter().enumerate() {
-        let mut child = trawl(&server.base(), &path);
+        let mut child = trawl_child(&server.base(), &path, CONCURRENCY);
         if i % 5 == 0 {
             let wait = 5 + rng(&mut state) % 40;
             tokio::time::sleep(Duration::from_millis(wait)).await;
@@ -102,7 +72,7 @@ async fn twenty_five_kills_lose_and_duplicate_nothing() {
     }
     let out = tokio::time::timeout(
         Duration::from_secs(300),
-        trawl(&server.base(), &path).wait(),
+        trawl_child(&server.base(), &path, CONCURRENCY).wait(),
     )
     .await
     .expect("the last run ends")

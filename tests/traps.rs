@@ -4,24 +4,13 @@
 
 mod support;
 
-use std::time::Duration;
-
 use axum::extract::Path;
 use axum::response::{Html, IntoResponse};
 use axum::routing::get;
 use axum::Router;
 use support::adhoc::Adhoc;
-use trawl::{Crawler, CrawlerBuilder, Outcome};
-
-async fn crawl(builder: CrawlerBuilder) -> trawl::Summary {
-    tokio::time::timeout(
-        Duration::from_secs(120),
-        builder.build().unwrap().run(std::future::pending()),
-    )
-    .await
-    .expect("the crawl ends")
-    .unwrap()
-}
+use support::run::crawl;
+use trawl::{Crawler, Outcome};
 
 fn query<T: rusqlite::types::FromSql>(db: &std::path::Path, sql: &str, key: &str) -> T {
     rusqlite::Connection::open(db)

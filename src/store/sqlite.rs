@@ -89,6 +89,8 @@ pub struct SqliteStore {
     pub(super) path: PathBuf,
     /// Holds the crawl lock while alive.
     pub(super) _lock: Option<File>,
+    /// For readers: tidy up after the connection closes (after `conn` on purpose).
+    pub(super) _cleanup: Option<ReaderCleanup>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -131,13 +133,10 @@ impl SqliteStore {
             conn,
             path: path.to_owned(),
             _lock: lock,
+            _cleanup: (mode == OpenMode::Read && !reader_files_existed)
+                .then(|| ReaderCleanup(path.to_owned())),
         };
-        let opened = store.finish_open(mode);
-        if opened.is_err() && mode == OpenMode::Read && !reader_files_existed {
-            // The connection is closed by now.
-            remove_reader_files(path);
-        }
-        opened
+        store.finish_open(mode)
     }
 
     fn finish_open(mut self, mode: OpenMode) -> Result<SqliteStore, StoreError> {
@@ -431,9 +430,18 @@ fn sibling(path: &Path, suffix: &str) -> PathBuf {
 }
 
 /// A read-only connection to a WAL file creates its `-wal` and `-shm` and, unable to
-/// checkpoint, leaves them behind. After a failed open of a file that had none, remove
-/// them again, so a refused file is left as it was found: only when no crawler holds the
-/// file (it takes the lock before opening) and the `-wal` holds nothing.
+/// checkpoint, leaves them behind. When a reader that found none closes (or fails to
+/// open), they are removed again, so readers leave a file as they found it: only when no
+/// crawler holds the file (it takes the lock before opening) and the `-wal` holds nothing.
+/// Declared after the connection in [`SqliteStore`], so it runs once that is closed.
+pub(super) struct ReaderCleanup(PathBuf);
+
+impl Drop for ReaderCleanup {
+    fn drop(&mut self) {
+        remove_reader_files(&self.0);
+    }
+}
+
 fn remove_reader_files(path: &Path) {
     let Ok(file) = File::open(path) else { return };
     if file.try_lock().is_err() {

@@ -1,0 +1,50 @@
+//! Running crawls from tests: in-process through the library, or the real binary as a
+//! child process that a test can kill.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+use tokio::process::{Child, Command};
+use trawl::CrawlerBuilder;
+
+/// Build and run a crawl to its end (at most two minutes) and return its summary.
+pub async fn crawl(builder: CrawlerBuilder) -> trawl::Summary {
+    tokio::time::timeout(
+        Duration::from_secs(120),
+        builder.build().unwrap().run(std::future::pending()),
+    )
+    .await
+    .expect("the crawl ends")
+    .unwrap()
+}
+
+/// `trawl crawl BASE/ --db DB --concurrency N` as a child process, output discarded.
+pub fn trawl_child(base: &str, db: &Path, concurrency: usize) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_trawl"))
+        .args(["crawl", &format!("{base}/"), "--db"])
+        .arg(db)
+        .args([
+            "--concurrency",
+            &concurrency.to_string(),
+            "--no-progress",
+            "-q",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("starting trawl")
+}
+
+/// Pages stored as fetched so far (0 while the file or its tables do not exist yet).
+pub fn fetched(db: &Path) -> i64 {
+    let Ok(conn) = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY) else {
+        return 0;
+    };
+    conn.query_row("SELECT count(*) FROM urls WHERE state IN (1, 2)", [], |r| {
+        r.get(0)
+    })
+    .unwrap_or(0)
+}
