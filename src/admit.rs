@@ -211,6 +211,7 @@ impl Gate {
                 dst,
                 kind: LinkKind::Sitemap,
                 nofollow: false,
+                anchor: None,
             });
         }
         self.frontier.push(fresh);
@@ -246,6 +247,7 @@ impl Gate {
                 dst,
                 kind: link.kind,
                 nofollow: link.nofollow || !follow,
+                anchor: link.anchor,
             });
         }
         self.frontier.push(fresh);
@@ -283,6 +285,7 @@ impl Gate {
             dst,
             kind: LinkKind::Redirect,
             nofollow: false,
+            anchor: None,
         };
         let result = if dst == from.id || from.chain.contains(&dst) {
             Err(RedirectError::Loop)

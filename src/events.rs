@@ -65,6 +65,8 @@ pub struct Outlink {
     pub kind: LinkKind,
     /// `rel=nofollow`, or the page said nofollow.
     pub nofollow: bool,
+    /// The link's text (for `<a>`).
+    pub anchor: Option<String>,
 }
 
 /// The receiving end: pages as they finish.

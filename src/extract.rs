@@ -30,6 +30,9 @@ const MAX_TITLE_CHARS: usize = 1024;
 /// Raw title text buffered before decoding. Well above what [`MAX_TITLE_CHARS`] needs even
 /// when every char is spelled as an entity, and small enough not to matter per worker.
 const MAX_TITLE_RAW_BYTES: usize = 16 << 10;
+/// Longest anchor text kept, in characters, and raw bytes gathered for it.
+const MAX_ANCHOR_CHARS: usize = 256;
+const MAX_ANCHOR_RAW_BYTES: usize = 2 << 10;
 
 /// Schemes that are never crawlable, dropped before spending a URL parse on them.
 const SKIPPED_SCHEMES: [&str; 4] = ["javascript", "mailto", "tel", "data"];
@@ -52,6 +55,8 @@ pub struct Link {
     pub kind: LinkKind,
     /// The element's own `rel` has the token `nofollow`.
     pub nofollow: bool,
+    /// For `<a>`: its text, entities decoded, whitespace collapsed, at most 256 chars.
+    pub anchor: Option<String>,
 }
 
 /// What one page yields.
@@ -186,6 +191,8 @@ struct State {
     next_title_is_svg: bool,
     meta_nofollow: bool,
     meta_noindex: bool,
+    /// The `<a>` being read: its index in `links` and its text so far.
+    anchor: Option<(usize, TitleText)>,
     /// The document's encoding when it is not UTF-8, for query strings.
     query_encoding: Option<&'static encoding_rs::Encoding>,
 }
@@ -201,7 +208,17 @@ impl State {
             next_title_is_svg: false,
             meta_nofollow: false,
             meta_noindex: false,
+            anchor: None,
             query_encoding: None,
+        }
+    }
+
+    /// The `<a>` ended: its text becomes the link's anchor.
+    fn finish_anchor(&mut self) {
+        if let Some((i, text)) = self.anchor.take() {
+            if let Some(link) = self.links.get_mut(i) {
+                link.anchor = finish_text(&text.text, MAX_ANCHOR_CHARS);
+            }
         }
     }
 
@@ -243,6 +260,7 @@ impl State {
             url,
             kind,
             nofollow,
+            anchor: None,
         });
     }
 
@@ -331,6 +349,7 @@ fn handlers(state: &Shared) -> Handlers {
             Cow::Borrowed(&s.frame),
             link_handler(state, "src", LinkKind::Frame),
         ),
+        (Cow::Borrowed(&s.a), anchor_text_handler(state)),
         (Cow::Borrowed(&s.base), base_handler(state)),
         (Cow::Borrowed(&s.meta), meta_handler(state)),
         // Must come before `title`: handlers for one element run in this order.
@@ -361,7 +380,30 @@ fn link_handler(
                 }
             }
         }
-        lock(&state).push_link(&value, kind, nofollow);
+        let mut s = lock(&state);
+        let before = s.links.len();
+        s.push_link(&value, kind, nofollow);
+        if kind == LinkKind::A && s.links.len() > before {
+            s.anchor = Some((before, TitleText::default()));
+            drop(s);
+            let on_end = Arc::clone(&state);
+            // Fails only for void elements; an `<a>` always has content.
+            let _ = el.on_end_tag(Box::new(move |_: &mut EndTag<'_>| {
+                lock(&on_end).finish_anchor();
+                Ok(())
+            }));
+        }
+        Ok(())
+    })
+}
+
+/// Collects the text of the `<a>` whose link was pushed last.
+fn anchor_text_handler(state: &Shared) -> ElementContentHandlers<'static> {
+    let state = Arc::clone(state);
+    ElementContentHandlers::default().text(move |chunk: &mut TextChunk<'_>| {
+        if let Some((_, text)) = lock(&state).anchor.as_mut() {
+            text.push(chunk.as_str(), MAX_ANCHOR_RAW_BYTES);
+        }
         Ok(())
     })
 }
@@ -467,11 +509,16 @@ impl TitleText {
 }
 
 fn finish_title(raw: &str) -> Option<String> {
+    finish_text(raw, MAX_TITLE_CHARS)
+}
+
+/// Decoded, collapsed text cut to `max_chars` characters; `None` when blank.
+fn finish_text(raw: &str, max_chars: usize) -> Option<String> {
     // Decoding can produce whitespace (`&#10;`), so collapse once more afterwards.
     let mut title = TitleText::default();
     title.push(&decode_entities(raw, false), usize::MAX);
     let mut text = title.text;
-    if let Some((cut, _)) = text.char_indices().nth(MAX_TITLE_CHARS) {
+    if let Some((cut, _)) = text.char_indices().nth(max_chars) {
         text.truncate(cut);
         text.truncate(text.trim_end_matches(' ').len());
     }
@@ -687,11 +734,37 @@ mod tests {
             .collect()
     }
 
+    fn anchored(link: Link, text: &str) -> Link {
+        Link {
+            anchor: Some(text.into()),
+            ..link
+        }
+    }
+
     fn link(url: &str, kind: LinkKind, nofollow: bool) -> Link {
         Link {
             url: Url::parse(url).unwrap(),
             kind,
             nofollow,
+            anchor: None,
+        }
+    }
+
+    #[test]
+    fn anchor_text() {
+        let base = Url::parse("http://a.example/").unwrap();
+        let html = b"<a href=/1>  Caf&eacute; <b>menu</b>\n</a><a href=/2><img alt=x></a>\
+                     <a href='javascript:x'>js</a><a href=/3>three</a>";
+        let x = extract(&base, None, html).unwrap();
+        let anchors: Vec<_> = x.links.iter().map(|l| l.anchor.as_deref()).collect();
+        assert_eq!(anchors, vec![Some("Café menu"), None, Some("three")]);
+        // Split at every byte: the same anchors.
+        for cut in 1..html.len() {
+            let mut e = Extractor::new(base.clone(), None);
+            e.write(&html[..cut]).unwrap();
+            e.write(&html[cut..]).unwrap();
+            let y = e.end().unwrap();
+            assert_eq!(y.links, x.links, "split at {cut}");
         }
     }
 
@@ -717,7 +790,7 @@ mod tests {
             vec![
                 link("https://example.com/style.css", LinkKind::Link, false),
                 link("https://example.com/canon", LinkKind::Canonical, false),
-                link("https://example.com/a", LinkKind::A, false),
+                anchored(link("https://example.com/a", LinkKind::A, false), "a"),
                 link("https://example.com/area", LinkKind::Area, false),
                 link("https://example.com/iframe", LinkKind::Iframe, false),
                 link("https://example.com/frame", LinkKind::Frame, false),
@@ -962,11 +1035,20 @@ mod tests {
             whole.links,
             vec![
                 link("https://example.com/canon", LinkKind::Canonical, false),
-                link("https://example.com/stra%C3%9Fe", LinkKind::A, true),
-                link("https://example.com/base/rel?x=1&y=2", LinkKind::A, false),
+                anchored(
+                    link("https://example.com/stra%C3%9Fe", LinkKind::A, true),
+                    "x"
+                ),
+                anchored(
+                    link("https://example.com/base/rel?x=1&y=2", LinkKind::A, false),
+                    "y"
+                ),
                 link("https://cdn.example.net/f", LinkKind::Iframe, false),
                 link("https://example.com/up", LinkKind::Area, false),
-                link("https://example.com/base/#top", LinkKind::A, false),
+                anchored(
+                    link("https://example.com/base/#top", LinkKind::A, false),
+                    "t"
+                ),
             ]
         );
 

@@ -243,6 +243,7 @@ impl Worker {
                                 url,
                                 kind: crate::link::LinkKind::Redirect,
                                 nofollow: false,
+                                anchor: None,
                             });
                         }
                         let (edge, followed) = self.gate.admit_redirect(item, rec.depth, target);
@@ -392,6 +393,7 @@ impl Worker {
                                 url,
                                 kind: l.kind,
                                 nofollow: l.nofollow || !follow,
+                                anchor: l.anchor.clone(),
                             }
                         })
                         .collect();

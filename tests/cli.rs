@@ -493,11 +493,11 @@ async fn crawl_then_export_edges_and_pages() {
         .iter()
         .map(str::to_owned)
         .collect();
-    assert_eq!(header, ["from", "to", "kind", "nofollow"]);
+    assert_eq!(header, ["from", "to", "kind", "nofollow", "anchor"]);
     let mut rows = 0;
     for rec in reader.records() {
         let rec = rec.expect("valid CSV record");
-        assert_eq!(rec.len(), 4);
+        assert_eq!(rec.len(), 5);
         assert!(
             ["true", "false"].contains(&&rec[3]),
             "nofollow {:?}",

@@ -91,6 +91,16 @@ async fn crawl_stores_exactly_the_reachable_site() {
     assert_matches(&expected, &got, false);
     assert!(got.finished);
     assert_fetched_once(&server, &expected);
+    // <a> edges carry their text.
+    let anchored: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM edges WHERE kind = 0 AND anchor IS NOT NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(anchored > 0, "anchor text stored");
     // The loop is reported on the hop that closes it.
     let loop_b = &got.fetched[&format!("{}/loop/b", server.base())];
     assert_eq!(loop_b.3.as_deref(), Some("redirect-loop"));

@@ -228,18 +228,21 @@ async fn csv_filters_and_collapse() {
     let total: usize = c.expected.edges.values().sum();
 
     let (header, rows) = csv_rows(&c, &["--what", "edges"]);
-    assert_eq!(header, ["from", "to", "kind", "nofollow"]);
+    assert_eq!(header, ["from", "to", "kind", "nofollow", "anchor"]);
     assert_eq!(rows.len(), total);
 
     // --collapse: one row per (from, to, kind), counts equal to the expected multiset.
     let (header, rows) = csv_rows(&c, &["--what", "edges", "--collapse"]);
-    assert_eq!(header, ["from", "to", "kind", "nofollow", "count"]);
+    assert_eq!(
+        header,
+        ["from", "to", "kind", "nofollow", "anchor", "count"]
+    );
     let got: BTreeMap<(String, String, String), usize> = rows
         .iter()
         .map(|r| {
             (
                 (key(&r[0]), key(&r[1]), r[2].clone()),
-                r[4].parse().unwrap(),
+                r[5].parse().unwrap(),
             )
         })
         .collect();

@@ -37,7 +37,7 @@ pub fn edges(
     let mut w = csv::Writer::from_writer(out);
     // The header is written by hand rather than by serde so an empty graph still has one
     // and the collapsed form can add its column.
-    let mut header = vec!["from", "to", "kind", "nofollow"];
+    let mut header = vec!["from", "to", "kind", "nofollow", "anchor"];
     if filter.collapse {
         header.push("count");
     }
@@ -49,15 +49,17 @@ pub fn edges(
         |r| edge_row(r, collapse),
         |row| {
             let nofollow = if row.nofollow { "true" } else { "false" };
+            let anchor = row.anchor.as_deref().unwrap_or("");
             match row.count {
                 Some(count) => w.write_record([
                     row.from.as_str(),
                     &row.to,
                     row.kind,
                     nofollow,
+                    anchor,
                     &count.to_string(),
                 ]),
-                None => w.write_record([row.from.as_str(), &row.to, row.kind, nofollow]),
+                None => w.write_record([row.from.as_str(), &row.to, row.kind, nofollow, anchor]),
             }
             .map_err(csv_err)
         },

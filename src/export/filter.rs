@@ -106,7 +106,8 @@ impl Filter {
     }
 
     /// Edges whose two ends pass the page condition; columns as
-    /// [`super::rows::edge_row`] reads them (src, dst, from, to, kind, nofollow, count).
+    /// [`super::rows::edge_row`] reads them (src, dst, from, to, kind, nofollow, count,
+    /// anchor; collapsed, one of the group's anchors).
     ///
     /// Collapsed, a group is nofollow only when every occurrence is: one followable link
     /// is enough for the target to be reached.
@@ -124,7 +125,7 @@ impl Filter {
                 EdgeOrder::BySource => "e.src, min(e.rowid)",
             };
             format!(
-                "SELECT {cols}, min(e.nofollow), count(*) {from} WHERE {cond}
+                "SELECT {cols}, min(e.nofollow), count(*), max(e.anchor) {from} WHERE {cond}
                  GROUP BY e.src, e.dst, e.kind ORDER BY {order}"
             )
         } else {
@@ -132,7 +133,7 @@ impl Filter {
                 EdgeOrder::Stored => "e.rowid",
                 EdgeOrder::BySource => "e.src, e.rowid",
             };
-            format!("SELECT {cols}, e.nofollow, 1 {from} WHERE {cond} ORDER BY {order}")
+            format!("SELECT {cols}, e.nofollow, 1, e.anchor {from} WHERE {cond} ORDER BY {order}")
         }
     }
 }
@@ -185,8 +186,13 @@ mod tests {
     #[test]
     fn statements_prepare() {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
-        conn.execute_batch(include_str!("../../migrations/0001_init.sql"))
-            .unwrap();
+        for sql in [
+            include_str!("../../migrations/0001_init.sql"),
+            include_str!("../../migrations/0002_politeness.sql"),
+            include_str!("../../migrations/0003_anchor.sql"),
+        ] {
+            conn.execute_batch(sql).unwrap();
+        }
         let filters = [
             Filter::default(),
             Filter {

@@ -14,6 +14,9 @@ struct Outlink {
     url: String,
     kind: &'static str,
     nofollow: bool,
+    /// Link text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    anchor: Option<String>,
     /// Occurrences, when collapsed.
     #[serde(skip_serializing_if = "Option::is_none")]
     count: Option<u64>,
@@ -65,6 +68,7 @@ pub fn pages(
                     url: edge.to,
                     kind: edge.kind,
                     nofollow: edge.nofollow,
+                    anchor: edge.anchor,
                     count: edge.count,
                 });
             }

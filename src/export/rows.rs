@@ -60,6 +60,8 @@ pub struct EdgeRow {
     /// Occurrences, when edges are collapsed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub count: Option<u64>,
+    /// The link's text (for `<a>` links).
+    pub anchor: Option<String>,
 }
 
 pub(super) fn page_row(r: &Row<'_>) -> rusqlite::Result<PageRow> {
@@ -95,6 +97,7 @@ pub(super) fn edge_row(r: &Row<'_>, collapsed: bool) -> rusqlite::Result<EdgeRow
             .then(|| r.get::<_, i64>(6))
             .transpose()?
             .map(|n| n as u64),
+        anchor: r.get(7)?,
     })
 }
 

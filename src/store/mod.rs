@@ -161,7 +161,7 @@ pub struct NewUrl {
 }
 
 /// One edge out of a page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Edge {
     /// Target URL.
     pub dst: UrlId,
@@ -169,6 +169,8 @@ pub struct Edge {
     pub kind: LinkKind,
     /// `rel=nofollow` on the element.
     pub nofollow: bool,
+    /// The link's text (for `<a>`).
+    pub anchor: Option<String>,
 }
 
 /// What fetching one URL produced.

@@ -23,6 +23,7 @@ const APPLICATION_ID: i64 = 0x7472_776c;
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0001_init.sql"),
     include_str!("../../migrations/0002_politeness.sql"),
+    include_str!("../../migrations/0003_anchor.sql"),
 ];
 
 /// How a store is opened.

@@ -274,14 +274,16 @@ fn write_page(tx: &Transaction<'_>, rec: &PageRecord) -> rusqlite::Result<()> {
         rec.noindex,
     ])?;
     debug_assert_eq!(changed, 1, "page {} has no row", rec.id);
-    let mut st =
-        tx.prepare_cached("INSERT INTO edges (src, dst, kind, nofollow) VALUES (?1, ?2, ?3, ?4)")?;
+    let mut st = tx.prepare_cached(
+        "INSERT INTO edges (src, dst, kind, nofollow, anchor) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
     for e in &rec.edges {
         st.execute(params![
             rec.id as i64,
             e.dst as i64,
             e.kind.code(),
-            e.nofollow
+            e.nofollow,
+            e.anchor
         ])?;
     }
     Ok(())
