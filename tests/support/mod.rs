@@ -6,6 +6,7 @@
 
 pub mod adhoc;
 pub mod db;
+pub mod faults;
 pub mod run;
 pub mod server;
 pub mod site;
