@@ -611,3 +611,29 @@ async fn the_whole_fault_site_in_one_crawl() {
         assert_eq!(server.hits(target).len(), 1, "{target}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_whose_robots_txt_never_answers_is_skipped() {
+    let server = FaultServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("robots.db");
+    // Only the normal pages and the silent host: the other transport faults are not
+    // what this is about.
+    let (s, _) = crawl_within(
+        builder(&server, Some(Family::Transport), &db)
+            .ignore_robots(false)
+            .include(vec!["/ok/".into(), "/family/".into(), "/silent".into()]),
+        Duration::from_secs(20),
+    )
+    .await;
+    common(&server, &db, &s);
+    // The site's own robots.txt is a 404: no rules, read once.
+    assert_eq!(server.hits("/robots.txt").len(), 1);
+    let r = stored(&db, &server.url(SILENT));
+    assert_eq!(
+        (r.state, r.skip_reason.as_deref()),
+        (SKIPPED, Some("robots")),
+        "{r:?}"
+    );
+    assert!(server.counters.silent_accepted.load(Ordering::SeqCst) >= 3);
+}
