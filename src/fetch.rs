@@ -65,8 +65,25 @@ impl FetchError {
             msg.push_str(&s.to_string());
             src = s.source();
         }
+        // reqwest reports every failure while reading a body as a decode error; a
+        // hyper error underneath means the connection or its framing broke (a reset, a
+        // short body, bad chunking): a transport fault, worth a retry.
+        let transport = {
+            let mut src = std::error::Error::source(&e);
+            let mut found = false;
+            while let Some(s) = src {
+                if s.downcast_ref::<hyper::Error>().is_some() {
+                    found = true;
+                    break;
+                }
+                src = s.source();
+            }
+            found
+        };
         if e.is_timeout() {
             FetchError::Timeout(msg)
+        } else if transport && (e.is_body() || e.is_decode()) {
+            FetchError::Body(msg)
         } else if e.is_connect() {
             if msg.contains("dns error") || msg.contains("failed to lookup address") {
                 FetchError::Dns(msg)

@@ -203,7 +203,12 @@ impl Worker {
                         extras.body = Some(bytes::BytesMut::new());
                     }
                 }
-                self.response(item, resp, &mut rec, &mut extras).await
+                self.response(item, resp, &mut rec, &mut extras).await;
+                // The connection broke mid-body: as transient as a failed connect. Links
+                // already admitted stay admitted; the next attempt records the edges.
+                if rec.error_kind == Some("body") && self.retry.may_retry(attempts) {
+                    return Attempt::Retry(Instant::now() + self.retry.backoff(item.attempts));
+                }
             }
             Err(e) => {
                 if retry::is_transient_error(&e) && self.retry.may_retry(attempts) {

@@ -232,7 +232,6 @@ async fn broken_transports_end_in_errors_not_hangs() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: body faults (reset, short Content-Length, bad chunking) are recorded as error_kind 'decode'"]
 async fn cut_and_malformed_bodies_are_body_errors() {
     let server = FaultServer::start().await;
     let dir = tempfile::tempdir().unwrap();
@@ -277,7 +276,6 @@ async fn cut_and_malformed_bodies_fail_promptly() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: a connection reset mid-body is classified 'decode', which is not retried"]
 async fn a_reset_mid_body_is_retried() {
     let server = FaultServer::start().await;
     let dir = tempfile::tempdir().unwrap();
