@@ -44,6 +44,7 @@
 //!   read from the file as tables, CSV or JSON.
 //! - [`link`]: link kinds shared by all of the above.
 //! - [`stats`]: run counters for progress and the summary.
+//! - [`failpoint`]: crash points for tests (`TRAWL_FAILPOINT`).
 //! - [`metrics`]: the counters in Prometheus text format, served while a crawl runs.
 //! - [`status`]: where a crawl stands (running, counts, rate), read from its file.
 //! - [`traps`]: URL shapes that never end (limits on length, depth of path, repeats) and session IDs.
@@ -60,6 +61,7 @@ mod error;
 pub mod events;
 pub mod export;
 pub mod extract;
+pub mod failpoint;
 pub mod fetch;
 pub mod frontier;
 pub mod link;

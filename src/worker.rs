@@ -148,6 +148,7 @@ impl Worker {
                     Extras::default(),
                 ),
             };
+            crate::failpoint::hit(crate::failpoint::Point::AfterFetch);
             self.stats.record(&record);
             let event = self
                 .events

@@ -165,3 +165,45 @@ async fn ctrl_c_twice_exits_at_once_and_resumes() {
     run_to_end(&base, &path).await;
     assert_complete(&server, &path, 1);
 }
+
+/// Abort at a chosen point (see `trawl::failpoint`), then resume; the result must be the
+/// uninterrupted crawl's, with at most the concurrency of repeated fetches.
+async fn crash_at(point: &str) {
+    let server = SiteServer::start(support::Site::generate(&spec())).await;
+    let base = server.base();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fp.db");
+    let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
+        .args(["crawl", &format!("{base}/"), "--db"])
+        .arg(&path)
+        .args([
+            "--concurrency",
+            &CONCURRENCY.to_string(),
+            "--no-progress",
+            "-q",
+        ])
+        .env("TRAWL_FAILPOINT", point)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .await
+        .unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGABRT),
+        "aborted at {point}"
+    );
+    let crashed = db::read_partial(&path);
+    assert_eq!(crashed, "ok", "the file is sound after the abort");
+    run_to_end(&base, &path).await;
+    assert_complete(&server, &path, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_after_a_fetch_before_its_commit() {
+    crash_at("after-fetch:40").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_just_after_a_commit() {
+    crash_at("after-commit:6").await;
+}

@@ -130,6 +130,7 @@ fn run(
         tx.execute("UPDATE crawl SET updated_at = ?1 WHERE id = 1", [now_ms()])
             .map_err(err)?;
         tx.commit().map_err(err)?;
+        crate::failpoint::hit(crate::failpoint::Point::AfterCommit);
         for ack in acks {
             let _ = ack.send(());
         }
