@@ -408,6 +408,17 @@ async fn storms_of_429_and_a_dated_503_are_honoured() {
         (DONE, Some(200), Some(2)),
         "{r:?}"
     );
+    // The same with the obsolete date forms (whole seconds: at least ~0 s, at most 1 s).
+    for path in ["/503-rfc850", "/503-asctime"] {
+        let hits = server.hits(path);
+        assert_eq!(hits.len(), 2, "{path}: retried once");
+        let r = stored(&db, &server.url(path));
+        assert_eq!(
+            (r.state, r.status, r.attempts),
+            (DONE, Some(200), Some(2)),
+            "{path}: {r:?}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -120,7 +120,14 @@ impl Family {
                 SILENT,
             ],
             Family::Redirects => &["/redirect-loop", "/chain/20"],
-            Family::Politeness => &["/429-storm/1", "/429-storm/2", "/429-storm/3", "/503-date"],
+            Family::Politeness => &[
+                "/429-storm/1",
+                "/429-storm/2",
+                "/429-storm/3",
+                "/503-date",
+                "/503-rfc850",
+                "/503-asctime",
+            ],
             Family::Charsets => &["/wrong-charset", "/lying-meta", "/no-charset"],
             Family::Markup => &["/malformed", "/doc.pdf", "/image.png", "/data.json"],
             Family::Traps => &["/cal/2026/1", "/deep/", "/s?sid=1"],
@@ -139,6 +146,8 @@ pub struct Counters {
     pub slowloris_hung_up: AtomicBool,
     /// Requests of `/503-date` so far.
     pub date_503: AtomicUsize,
+    /// Requests of `/503-rfc850` and `/503-asctime` so far.
+    pub obsolete_503: [AtomicUsize; 2],
     /// Requests of `/s` so far (the next session ID).
     pub sid: AtomicUsize,
     /// Connections the silent host accepted.
@@ -474,6 +483,32 @@ async fn route(s: &mut TcpStream, target: &str, shared: &Shared) -> std::io::Res
             }
         }
 
+        // The two obsolete HTTP-date forms RFC 9110 says recipients must accept.
+        [form @ ("503-rfc850" | "503-asctime")] => {
+            let i = usize::from(*form == "503-asctime");
+            if c.obsolete_503[i].fetch_add(1, Ordering::SeqCst) == 0 {
+                let now = SystemTime::now();
+                let then = httpdate::fmt_http_date(now + Duration::from_secs(1));
+                let value = if i == 0 {
+                    rfc850(&then)
+                } else {
+                    asctime(&then)
+                };
+                respond(
+                    s,
+                    "503 Service Unavailable",
+                    &[
+                        ("Date", httpdate::fmt_http_date(now)),
+                        ("Retry-After", value),
+                    ],
+                    b"down for a second",
+                )
+                .await
+            } else {
+                html(s, "<html><title>back</title></html>").await
+            }
+        }
+
         // --- charsets ---
         ["wrong-charset"] => {
             // The header says UTF-8; the bytes are windows-1252.
@@ -598,4 +633,32 @@ pub const MALFORMED_TARGETS: [&str; 4] = [
 /// The log's paths, for messages.
 pub fn paths(log: &Mutex<Vec<Hit>>) -> Vec<String> {
     log.lock().unwrap().iter().map(|h| h.path.clone()).collect()
+}
+
+/// "Sun, 06 Nov 1994 08:49:37 GMT" as RFC 850: "Sunday, 06-Nov-94 08:49:37 GMT".
+fn rfc850(imf: &str) -> String {
+    let p: Vec<&str> = imf.split(' ').collect();
+    let day = match p[0].trim_end_matches(',') {
+        "Mon" => "Monday",
+        "Tue" => "Tuesday",
+        "Wed" => "Wednesday",
+        "Thu" => "Thursday",
+        "Fri" => "Friday",
+        "Sat" => "Saturday",
+        _ => "Sunday",
+    };
+    format!("{day}, {}-{}-{} {} GMT", p[1], p[2], &p[3][2..], p[4])
+}
+
+/// "Sun, 06 Nov 1994 08:49:37 GMT" as asctime: "Sun Nov  6 08:49:37 1994".
+fn asctime(imf: &str) -> String {
+    let p: Vec<&str> = imf.split(' ').collect();
+    let day: u32 = p[1].parse().unwrap();
+    format!(
+        "{} {} {day:>2} {} {}",
+        p[0].trim_end_matches(','),
+        p[2],
+        p[4],
+        p[3]
+    )
 }
