@@ -264,22 +264,32 @@ fn init_logging(args: &CrawlArgs, progress_shown: bool) {
 }
 
 fn export(args: ExportArgs) -> ExitCode {
-    match run_export(&args) {
-        Ok(()) => ExitCode::from(SUCCESS),
-        Err(e) => {
-            if let Some(x) = e.downcast_ref::<trawl::export::ExportError>() {
-                if x.is_broken_pipe() {
-                    return ExitCode::from(SUCCESS);
-                }
-                let code = if x.is_usage() { BAD_INPUT } else { FAILED };
-                return fail(code, with_causes(&e));
-            }
-            let usage = e
-                .downcast_ref::<trawl::store::StoreError>()
-                .is_some_and(|s| !matches!(s, trawl::store::StoreError::Sqlite { .. }));
-            fail(if usage { BAD_INPUT } else { FAILED }, with_causes(&e))
-        }
+    exit_for(run_export(&args), |e| {
+        let x = e.downcast_ref::<trawl::export::ExportError>()?;
+        Some((x.is_broken_pipe(), x.is_usage()))
+    })
+}
+
+/// The exit of a command that reads a crawl: a reader gone away (`| head`) is success,
+/// bad input exits 2, anything else 1. `classify` knows the command's own error type:
+/// (broken pipe, bad input).
+fn exit_for(
+    result: anyhow::Result<()>,
+    classify: impl Fn(&anyhow::Error) -> Option<(bool, bool)>,
+) -> ExitCode {
+    let Err(e) = result else {
+        return ExitCode::from(SUCCESS);
+    };
+    let (broken_pipe, usage) = classify(&e).unwrap_or_else(|| {
+        let usage = e
+            .downcast_ref::<trawl::store::StoreError>()
+            .is_some_and(|s| !matches!(s, trawl::store::StoreError::Sqlite { .. }));
+        (false, usage)
+    });
+    if broken_pipe {
+        return ExitCode::from(SUCCESS);
     }
+    fail(if usage { BAD_INPUT } else { FAILED }, with_causes(&e))
 }
 
 fn run_export(args: &ExportArgs) -> anyhow::Result<()> {
@@ -327,22 +337,10 @@ fn run_export(args: &ExportArgs) -> anyhow::Result<()> {
 }
 
 fn report(args: ReportArgs) -> ExitCode {
-    match run_report(&args) {
-        Ok(()) => ExitCode::from(SUCCESS),
-        Err(e) => {
-            if let Some(x) = e.downcast_ref::<trawl::report::ReportError>() {
-                if x.is_broken_pipe() {
-                    return ExitCode::from(SUCCESS);
-                }
-                let code = if x.is_usage() { BAD_INPUT } else { FAILED };
-                return fail(code, with_causes(&e));
-            }
-            let usage = e
-                .downcast_ref::<trawl::store::StoreError>()
-                .is_some_and(|s| !matches!(s, trawl::store::StoreError::Sqlite { .. }));
-            fail(if usage { BAD_INPUT } else { FAILED }, with_causes(&e))
-        }
-    }
+    exit_for(run_report(&args), |e| {
+        let x = e.downcast_ref::<trawl::report::ReportError>()?;
+        Some((x.is_broken_pipe(), x.is_usage()))
+    })
 }
 
 fn run_report(args: &ReportArgs) -> anyhow::Result<()> {
