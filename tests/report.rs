@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use support::{Expected, Site, SiteServer, SiteSpec};
+use support::{Expected, SiteServer};
 use trawl::report::{Kind, OutputFormat};
 use trawl::store::{OpenMode, SqliteStore};
 
@@ -20,20 +20,7 @@ struct Crawled {
 }
 
 async fn crawl() -> Crawled {
-    let server = SiteServer::start(Site::generate(&SiteSpec::small())).await;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("site.db");
-    trawl::Crawler::builder()
-        .db(&db)
-        .seed(format!("{}/", server.base()))
-        .concurrency(4)
-        .build()
-        .unwrap()
-        .run(std::future::pending())
-        .await
-        .unwrap();
-    let expected = server.expected();
-    assert_eq!(support::db::read(&db).edges, expected.edges);
+    let (server, dir, db, expected) = support::run::crawl_small_site().await;
     Crawled {
         dir,
         db,

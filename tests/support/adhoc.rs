@@ -22,6 +22,16 @@ pub struct Hit {
 /// The access log.
 pub type Log = Arc<Mutex<Vec<Hit>>>;
 
+/// Arrival times of requests for exactly `path` (with its query, if any).
+pub fn hits_of(log: &Log, path: &str) -> Vec<Instant> {
+    log.lock()
+        .unwrap()
+        .iter()
+        .filter(|h| h.path == path)
+        .map(|h| h.at)
+        .collect()
+}
+
 /// A running ad-hoc server.
 pub struct Adhoc {
     /// `http://127.0.0.1:PORT`.
@@ -59,13 +69,7 @@ impl Adhoc {
 
     /// Requests for `path`.
     pub fn hits(&self, path: &str) -> Vec<Instant> {
-        self.log
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|h| h.path == path)
-            .map(|h| h.at)
-            .collect()
+        hits_of(&self.log, path)
     }
 
     /// Every request.

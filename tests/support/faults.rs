@@ -229,13 +229,7 @@ impl FaultServer {
 
     /// Arrival times of requests for exactly `path` (with its query, if any).
     pub fn hits(&self, path: &str) -> Vec<Instant> {
-        self.log
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|h| h.path == path)
-            .map(|h| h.at)
-            .collect()
+        super::adhoc::hits_of(&self.log, path)
     }
 
     /// Every request so far.

@@ -48,3 +48,26 @@ pub fn fetched(db: &Path) -> i64 {
     })
     .unwrap_or(0)
 }
+
+/// The small generated site crawled into a fresh file with four workers; the edge set is
+/// checked against the generator's before it is returned.
+pub async fn crawl_small_site() -> (
+    super::SiteServer,
+    tempfile::TempDir,
+    std::path::PathBuf,
+    super::Expected,
+) {
+    let server = super::SiteServer::start(super::Site::generate(&super::SiteSpec::small())).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("site.db");
+    crawl(
+        trawl::Crawler::builder()
+            .db(&db)
+            .seed(format!("{}/", server.base()))
+            .concurrency(4),
+    )
+    .await;
+    let expected = server.expected();
+    assert_eq!(super::db::read(&db).edges, expected.edges);
+    (server, dir, db, expected)
+}
