@@ -225,6 +225,10 @@ pub struct CrawlOptions {
     /// A PEM file of extra certificate authorities to trust (repeatable).
     #[arg(long = "ca-cert", value_name = "FILE")]
     pub ca_certs: Vec<String>,
+    /// Redis crawls: how long a claim on a URL lasts unless renewed; a killed process's
+    /// URLs go back to the crawl after this [default: 30s].
+    #[arg(long, value_name = "DURATION")]
+    pub lease: Option<String>,
 }
 
 /// How a crawl reports.
@@ -394,6 +398,7 @@ impl CrawlOptions {
             ("scope", &self.scope),
             ("user-agent", &self.user_agent),
             ("grace-period", &self.grace_period),
+            ("lease", &self.lease),
             ("delay", &self.delay),
             ("rate-limit", &self.rate_limit),
             ("max-crawl-delay", &self.max_crawl_delay),
@@ -460,6 +465,7 @@ mod tests {
             max_pages: Some(6),
             user_agent: Some("x".into()),
             grace_period: Some("7s".into()),
+            lease: Some("9s".into()),
             ignore_robots: true,
             delay: Some("1ms".into()),
             rate_limit: Some("5/1s".into()),

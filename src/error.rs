@@ -24,6 +24,9 @@ pub enum Error {
     /// The metrics endpoint could not start.
     #[error(transparent)]
     Metrics(#[from] crate::metrics::MetricsError),
+    /// The Redis crawl cannot go on.
+    #[error(transparent)]
+    Distributed(#[from] crate::distributed::DistError),
     /// No database path was given to the builder.
     #[error("no database given; set one with --db FILE")]
     NoDb,
@@ -49,6 +52,7 @@ impl Error {
                 StoreError::DiskFull { .. } | StoreError::WriterGone | StoreError::Sqlite { .. }
             ),
             Error::Fetch(_) | Error::Metrics(_) => true,
+            Error::Distributed(e) => e.is_usage(),
             Error::Internal(_) => false,
         }
     }
