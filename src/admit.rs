@@ -84,7 +84,13 @@ impl Rules {
 
     /// Why a new URL found at `depth` (on a page that said `nofollow` when `follow` is
     /// false) will not be fetched; `None` to fetch it.
-    pub fn skip_reason(&self, url: &Url, key: &str, depth: u32, follow: bool) -> Option<SkipReason> {
+    pub fn skip_reason(
+        &self,
+        url: &Url,
+        key: &str,
+        depth: u32,
+        follow: bool,
+    ) -> Option<SkipReason> {
         self.scope
             .check(url, key)
             .and_then(|()| self.traps.check(url))

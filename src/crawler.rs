@@ -22,13 +22,13 @@ use crate::fetch::Fetcher;
 use crate::frontier::dispatcher::Dispatcher;
 use crate::frontier::prepare::Preparer;
 use crate::frontier::{Frontier, FrontierCounts, HostPolicy};
+use crate::page::Reader;
 use crate::politeness::robots::product_token;
 use crate::retry::RetryPolicy;
 use crate::stats::{RunCounts, Stats};
 use crate::store::{now_ms, OpenMode, Pending, SqliteStore, StoreWriter};
 use crate::traps::Traps;
 use crate::url_norm::{parse_seed, Scope, ScopeMode};
-use crate::page::Reader;
 use crate::worker::{PageEvent, PageHook, Worker};
 use crate::Error;
 

@@ -149,12 +149,7 @@ impl Reader {
         }
     }
 
-    async fn response(
-        &self,
-        url: &Url,
-        mut resp: Response,
-        found: &mut Found,
-    ) {
+    async fn response(&self, url: &Url, mut resp: Response, found: &mut Found) {
         let Found { rec, extras, .. } = found;
         rec.status = Some(resp.status().as_u16());
         rec.content_type = resp.content_type().map(str::to_owned);
@@ -319,7 +314,6 @@ impl Reader {
         }
     }
 }
-
 
 async fn other(mut resp: Response, rec: &mut PageRecord, extras: &mut Extras) {
     if let Some(len) = resp.content_length() {

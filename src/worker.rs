@@ -176,7 +176,9 @@ impl Worker {
             }
         } else if !found.links.is_empty() {
             let links = std::mem::take(&mut found.links);
-            rec.edges = self.gate.admit_links(item.id, rec.depth, links, found.follow);
+            rec.edges = self
+                .gate
+                .admit_links(item.id, rec.depth, links, found.follow);
         }
         if let Some(hook) = &self.hook {
             hook(&PageEvent {
@@ -197,4 +199,3 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".into());
     format!("panicked: {msg}")
 }
-

@@ -330,9 +330,7 @@ impl Rows<'_> {
             .map(|u| host_key(&u))
             .unwrap_or_default();
         let hk = keys.host(&host);
-        let rec: Option<String> = redis
-            .cmd(redis::cmd("HGET").arg(&hk.seen).arg(key))
-            .await?;
+        let rec: Option<String> = redis.cmd(redis::cmd("HGET").arg(&hk.seen).arg(key)).await?;
         let admission = match rec {
             Some(r) => parse(&r, key)?,
             None => Admission::default(),

@@ -186,4 +186,3 @@ impl CrawlerBuilder {
 
 /// How often a process writes its heartbeat (for `trawl status`).
 pub(crate) const HEARTBEAT: Duration = Duration::from_secs(2);
-

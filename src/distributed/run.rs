@@ -17,7 +17,7 @@ use super::keys::CrawlKeys;
 use super::queue::{Admission, Budget, Candidate, Lease, Queue};
 use super::worker::{RobotsCache, Worker};
 use super::{DistError, HEARTBEAT};
-use crate::admit::{LinkFilter, Limits, Rules};
+use crate::admit::{Limits, LinkFilter, Rules};
 use crate::config::{ConfigPatch, CrawlConfig};
 use crate::crawler::{Outcome, Progress, Summary};
 use crate::fetch::Fetcher;
@@ -371,7 +371,9 @@ impl RedisCrawl {
                 )
                 .await;
         }
-        let counts = super::status::count(&redis, &keys).await.unwrap_or_default();
+        let counts = super::status::count(&redis, &keys)
+            .await
+            .unwrap_or_default();
         Ok(Summary {
             outcome: if finished {
                 Outcome::Finished

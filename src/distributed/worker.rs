@@ -16,11 +16,11 @@ use super::queue::{Admission, Candidate, Lease, Queue, StoredEdges, StoredPage};
 use super::run::Held;
 use super::DistError;
 use crate::admit::Rules;
+use crate::fetch::Fetcher;
 use crate::link::LinkKind;
 use crate::page::{fail, Outcome, Reader};
 use crate::politeness::fetch_robots::{fetch_robots, robots_url, RobotsOutcome};
 use crate::politeness::robots::Robots;
-use crate::fetch::Fetcher;
 use crate::stats::Stats;
 use crate::store::{now_ms, PageRecord};
 use crate::url_norm::{host_key, SkipReason};
@@ -149,7 +149,11 @@ impl Worker {
                     attempts: lease.tries + 1,
                     ..PageRecord::default()
                 };
-                fail(&mut rec, "bad-url", format!("unusable URL {}: {e}", lease.key));
+                fail(
+                    &mut rec,
+                    "bad-url",
+                    format!("unusable URL {}: {e}", lease.key),
+                );
                 return self.finish(lease, &rec, None, None).await;
             }
         };
@@ -198,7 +202,11 @@ impl Worker {
             let mut chain = lease.admission.chain.clone();
             chain.push(lease.key.clone());
             if key == lease.key || lease.admission.chain.contains(&key) {
-                fail(rec, "redirect-loop", format!("redirect loop back to {target}"));
+                fail(
+                    rec,
+                    "redirect-loop",
+                    format!("redirect loop back to {target}"),
+                );
             } else if too_many {
                 fail(
                     rec,
@@ -207,16 +215,19 @@ impl Worker {
                 );
             }
             edges.push((key.clone(), LinkKind::Redirect.code(), false, None));
-            groups.entry(host_key(&target)).or_default().push(Candidate {
-                admission: Admission {
-                    url: (target.as_str() != key).then(|| target.to_string()),
-                    depth,
-                    referrer: Some(lease.key.clone()),
-                    chain,
-                },
-                key,
-                skip: skip.map(SkipReason::as_str),
-            });
+            groups
+                .entry(host_key(&target))
+                .or_default()
+                .push(Candidate {
+                    admission: Admission {
+                        url: (target.as_str() != key).then(|| target.to_string()),
+                        depth,
+                        referrer: Some(lease.key.clone()),
+                        chain,
+                    },
+                    key,
+                    skip: skip.map(SkipReason::as_str),
+                });
         } else {
             let follow = found.follow;
             for link in std::mem::take(&mut found.links) {
@@ -248,8 +259,13 @@ impl Worker {
             edges,
         });
         let rec = found.rec;
-        self.finish(lease, &rec, Some(groups), stored_edges.as_ref().map(|e| (e, front)))
-            .await
+        self.finish(
+            lease,
+            &rec,
+            Some(groups),
+            stored_edges.as_ref().map(|e| (e, front)),
+        )
+        .await
     }
 
     /// Admit the page's targets (one script per target host, sent together), bump the
