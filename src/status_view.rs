@@ -138,8 +138,14 @@ pub fn redis_text(
     let c = &s.counts;
     writeln!(
         out,
-        "  urls:     {} known, {} stored, {} queued, {} leased, {} to retry, {} skipped, over {} hosts",
-        c.known, c.stored, c.queued, c.leased, c.retrying, c.skipped, c.hosts
+        "  urls:     {} known, {} stored, {} queued, {} leased, {} to retry, {} skipped",
+        c.known, c.stored, c.queued, c.leased, c.retrying, c.skipped
+    )?;
+    writeln!(out, "  hosts:    {}", c.hosts)?;
+    writeln!(
+        out,
+        "  processes: {} alive (a heartbeat every 2s)",
+        s.processes.len()
     )?;
     for p in &s.processes {
         writeln!(

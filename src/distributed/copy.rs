@@ -4,7 +4,7 @@
 //! same on both stores.
 //!
 //! The copy streams: hashes are read with `HSCAN` and lists with `LRANGE` in pages of
-//! [`BATCH`]. Memory holds one map from each URL's 128-bit key hash to its row id (24
+//! `BATCH`. Memory holds one map from each URL's 128-bit key hash to its row id (24
 //! bytes a URL), because edges name their ends by key.
 
 use std::collections::HashMap;
@@ -177,7 +177,7 @@ fn parse<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T, Di
     })
 }
 
-/// Every field of a hash, [`BATCH`] at a time.
+/// Every field of a hash, `BATCH` at a time.
 async fn scan_hash(
     redis: &Redis,
     key: &str,
