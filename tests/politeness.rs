@@ -13,6 +13,7 @@ use axum::response::{Html, IntoResponse};
 use axum::routing::get;
 use axum::Router;
 use support::adhoc::Adhoc;
+use support::limited::{assert_quiet_after_429, hub, limited_site};
 use support::run::crawl;
 use trawl::{Crawler, Outcome};
 
@@ -25,60 +26,6 @@ fn row(db: &std::path::Path, key: &str) -> (i64, Option<i64>, Option<i64>, Optio
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )
         .unwrap()
-}
-
-fn hub(n: usize) -> String {
-    (0..n)
-        .map(|i| format!("<a href=\"/p/{i}\">{i}</a>"))
-        .collect()
-}
-
-/// `/` links to /limited and /p/0../p/{n-1}; /limited answers 429 with `retry_after` the
-/// first time, then 200.
-fn limited_site(n: usize, retry_after: &'static str) -> (Router, Arc<AtomicUsize>) {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let c = calls.clone();
-    let home = format!("<a href=\"/limited\">l</a>{}", hub(n));
-    let app = Router::new()
-        .route("/", get(move || async move { Html(home) }))
-        .route(
-            "/limited",
-            get(move || {
-                let c = c.clone();
-                async move {
-                    if c.fetch_add(1, Ordering::SeqCst) == 0 {
-                        (
-                            StatusCode::TOO_MANY_REQUESTS,
-                            [(header::RETRY_AFTER, retry_after)],
-                            "slow down",
-                        )
-                            .into_response()
-                    } else {
-                        Html("ok").into_response()
-                    }
-                }
-            }),
-        )
-        .route(
-            "/p/{i}",
-            get(|| async {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                Html("page")
-            }),
-        );
-    (app, calls)
-}
-
-/// No request may start in (first 429 + slack, first 429 + pause - slack).
-fn assert_quiet_after_429(server: &Adhoc, pause: Duration) {
-    let t429 = server.hits("/limited")[0];
-    let slack = Duration::from_millis(100);
-    let early: Vec<_> = server
-        .all()
-        .into_iter()
-        .filter(|h| h.at > t429 + slack && h.at < t429 + pause - slack)
-        .collect();
-    assert!(early.is_empty(), "requests during the pause: {early:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -419,3 +419,63 @@ async fn bad_redis_input_is_refused_with_a_clear_message() {
     }
     assert_eq!(std::fs::read(&existing).unwrap(), b"keep me");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_gives_leases_back_and_the_crawl_resumes() {
+    let redis = RedisServer::start();
+    let server = SiteServer::start(site(13, 200, 10)).await;
+    let expected = server.expected();
+    let (host, seed) = host_and_seed(&server);
+    // A long lease: only an explicit give-back can free the URLs in time.
+    let args = ["--concurrency", "4", "--lease", "10m"];
+    let child = crawler(std::slice::from_ref(&seed), &redis.url(), "ctrlc", &args);
+    wait_stored(&redis, "ctrlc", &host, 30).await;
+    let pid = child.id().unwrap() as i32;
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(130), "interrupted exit code");
+    let leased = redis.cli(&["zcard", &format!("trawl:{{ctrlc/{host}}}:lease")]);
+    assert_eq!(leased.trim(), "0", "every lease given back");
+    // Resuming needs no seed, and finishes well before a 10-minute lease could expire.
+    finish(crawler(&[], &redis.url(), "ctrlc", &args)).await;
+    assert_copied(&redis.url(), "ctrlc", &expected).await;
+    assert_fetched_once(&server, &expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_pauses_the_host_for_every_process() {
+    let redis = RedisServer::start();
+    let (app, calls) = support::limited::limited_site(40, "2");
+    let server = support::adhoc::Adhoc::start(app).await;
+    let seed = format!("{}/", server.base);
+    let args = [
+        "--concurrency",
+        "4",
+        "--per-host",
+        "4",
+        "--ignore-robots",
+        "--no-sitemaps",
+    ];
+    let children: Vec<Child> = (0..3)
+        .map(|_| crawler(std::slice::from_ref(&seed), &redis.url(), "paused", &args))
+        .collect();
+    let started = Instant::now();
+    for c in children {
+        finish(c).await;
+    }
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    support::limited::assert_quiet_after_429(&server, Duration::from_secs(2));
+    assert_eq!(
+        calls.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "retried once"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let got = copy_back(&redis.url(), "paused", dir.path()).await;
+    let limited = &got.fetched[&format!("{}/limited", server.base)];
+    assert_eq!(limited.0, Some(200));
+    assert_eq!(got.fetched.len(), 42, "/, /limited and 40 pages");
+}

@@ -8,6 +8,7 @@ pub mod adhoc;
 pub mod check;
 pub mod db;
 pub mod faults;
+pub mod limited;
 pub mod redis;
 pub mod run;
 pub mod server;
