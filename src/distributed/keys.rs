@@ -33,6 +33,9 @@ pub struct CrawlKeys {
     pub meta: String,
     /// Set: every host that has keys (`HostKeys`).
     pub hosts: String,
+    /// Set: the hosts that ever had a URL to fetch (a subset of `hosts`: not those known
+    /// only from out-of-scope links). Dispatchers and the drain check walk this one.
+    pub active: String,
     /// Counter bumped after every admission, so "nothing left anywhere" can be read
     /// without one atomic view of every host (see `queue::Queue::is_drained`).
     pub generation: String,
@@ -50,6 +53,7 @@ impl CrawlKeys {
             id: id.to_owned(),
             meta: format!("{p}meta"),
             hosts: format!("{p}hosts"),
+            active: format!("{p}active"),
             generation: format!("{p}gen"),
             admitted: format!("{p}admitted"),
             processes: format!("{p}procs"),

@@ -131,8 +131,10 @@ pub struct Queue {
     redis: Redis,
     keys: CrawlKeys,
     budget: Budget,
-    /// Hosts this process has already registered in the `hosts` set.
+    /// Hosts this process has already added to the `hosts` set.
     registered: Mutex<HashSet<String>>,
+    /// Hosts this process has already added to the `active` set.
+    activated: Mutex<HashSet<String>>,
 }
 
 impl Queue {
@@ -143,6 +145,7 @@ impl Queue {
             keys,
             budget,
             registered: Mutex::new(HashSet::new()),
+            activated: Mutex::new(HashSet::new()),
         }
     }
 
@@ -156,13 +159,20 @@ impl Queue {
         if urls.is_empty() {
             return Ok(0);
         }
-        self.register(host).await?;
+        let fetchable = urls.iter().filter(|u| u.skip.is_none()).count() as i64;
+        self.add_once(&self.registered, &self.keys.hosts, host)
+            .await?;
+        // Before the script: a host must never hold queued URLs without being in the set
+        // the dispatchers and the drain check walk, even if this process dies between.
+        if fetchable > 0 {
+            self.add_once(&self.activated, &self.keys.active, host)
+                .await?;
+        }
         let k = self.keys.host(host);
         // Reserve `max-pages` budget before the script and give back what it did not
         // use: the counter lives in another slot, so it cannot be read inside the script.
         // Concurrent reservations can make a URL near the limit skipped while budget
         // remains; the limit itself is never passed.
-        let fetchable = urls.iter().filter(|u| u.skip.is_none()).count() as i64;
         let allow = if self.budget.max_pages > 0 && fetchable > 0 {
             let total: i64 = self
                 .redis
@@ -213,25 +223,28 @@ impl Queue {
         Ok(())
     }
 
-    async fn register(&self, host: &str) -> Result<(), DistError> {
-        if self.registered.lock().expect("lock").contains(host) {
+    /// `SADD set host`, once per process.
+    async fn add_once(
+        &self,
+        done: &Mutex<HashSet<String>>,
+        set: &str,
+        host: &str,
+    ) -> Result<(), DistError> {
+        if done.lock().expect("lock").contains(host) {
             return Ok(());
         }
         let _: i64 = self
             .redis
-            .cmd(redis::cmd("SADD").arg(&self.keys.hosts).arg(host))
+            .cmd(redis::cmd("SADD").arg(set).arg(host))
             .await?;
-        self.registered
-            .lock()
-            .expect("lock")
-            .insert(host.to_owned());
+        done.lock().expect("lock").insert(host.to_owned());
         Ok(())
     }
 
-    /// Every host of the crawl.
-    pub async fn hosts(&self) -> Result<Vec<String>, DistError> {
+    /// The hosts that ever had a URL to fetch: the ones to lease from.
+    pub async fn active_hosts(&self) -> Result<Vec<String>, DistError> {
         self.redis
-            .cmd(redis::cmd("SMEMBERS").arg(&self.keys.hosts))
+            .cmd(redis::cmd("SMEMBERS").arg(&self.keys.active))
             .await
     }
 
@@ -382,7 +395,7 @@ impl Queue {
             .redis
             .cmd(redis::cmd("GET").arg(&self.keys.generation))
             .await?;
-        for host in self.hosts().await? {
+        for host in self.active_hosts().await? {
             let k = self.keys.host(&host);
             let left: i64 = self
                 .redis

@@ -424,7 +424,7 @@ impl Dispatcher {
                 return Ok(false);
             }
             if hosts_read.elapsed() >= HOSTS_EVERY {
-                hosts = self.queue.hosts().await?;
+                hosts = self.queue.active_hosts().await?;
                 hosts_read = Instant::now();
             }
             let mut took = false;
@@ -468,6 +468,10 @@ impl Dispatcher {
                 }
                 if !taken.wait.is_zero() {
                     not_before.insert(host.clone(), now + taken.wait);
+                } else if taken.leases.is_empty() {
+                    // Empty or at its limit: ask again after the current idle wait rather
+                    // than on every pass over the other hosts.
+                    not_before.insert(host.clone(), now + idle);
                 }
                 for lease in taken.leases {
                     took = true;
