@@ -529,7 +529,8 @@ fn records(ex: &Exchange, warcinfo: &str) -> (Record, Record) {
 
     let common = || {
         let mut fields = vec![
-            ("WARC-Target-URI", ex.url.as_str().to_owned()),
+            // What was requested: a fragment is never sent.
+            ("WARC-Target-URI", ex.url[..Position::AfterQuery].to_owned()),
             ("WARC-Warcinfo-ID", warcinfo.to_owned()),
         ];
         if let Some(ip) = head.ip {
@@ -570,4 +571,99 @@ fn records(ex: &Exchange, warcinfo: &str) -> (Record, Record) {
             payload_at: Some(payload_at),
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    fn exchange(body: &[u8], end: BodyEnd) -> Exchange {
+        let mut headers = HeaderMap::new();
+        headers.insert("content-type", HeaderValue::from_static("text/html"));
+        headers.insert(TRANSFER_ENCODING, HeaderValue::from_static("chunked"));
+        headers.insert(CONTENT_LENGTH, HeaderValue::from_static("999"));
+        let mut request = HeaderMap::new();
+        request.insert("user-agent", HeaderValue::from_static("trawl/test"));
+        Exchange {
+            url: Url::parse("http://example.org:8080/a?b=1#frag").unwrap(),
+            started: SystemTime::now(),
+            request,
+            head: Head {
+                version: Version::HTTP_10,
+                status: StatusCode::NOT_FOUND,
+                reason: Some(b"Nope".to_vec()),
+                headers,
+                ip: Some("10.1.2.3".parse().unwrap()),
+            },
+            body: body.to_vec(),
+            end,
+        }
+    }
+
+    fn text(block: &[u8]) -> String {
+        String::from_utf8(block.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn an_exchange_becomes_a_linked_request_and_response() {
+        let (req, resp) = records(&exchange(b"<p>gone</p>", BodyEnd::Complete), "<info>");
+        assert_eq!(
+            text(&req.block),
+            "GET /a?b=1 HTTP/1.1\r\nhost: example.org:8080\r\nuser-agent: trawl/test\r\n\r\n"
+        );
+        assert!(req
+            .fields
+            .contains(&("WARC-Concurrent-To", resp.id.clone())));
+        for rec in [&req, &resp] {
+            assert!(rec
+                .fields
+                .contains(&("WARC-Target-URI", "http://example.org:8080/a?b=1".into())));
+            assert!(rec.fields.contains(&("WARC-IP-Address", "10.1.2.3".into())));
+            assert!(rec.fields.contains(&("WARC-Warcinfo-ID", "<info>".into())));
+        }
+        // The body is stored unchunked, so the head announces its real length only.
+        assert_eq!(
+            text(&resp.block),
+            "HTTP/1.0 404 Nope\r\ncontent-type: text/html\r\ncontent-length: 11\r\n\r\n<p>gone</p>"
+        );
+        assert_eq!(&resp.block[resp.payload_at.unwrap()..], b"<p>gone</p>");
+        assert!(!resp.fields.iter().any(|(n, _)| *n == "WARC-Truncated"));
+    }
+
+    #[test]
+    fn bodies_that_did_not_end_are_marked_truncated() {
+        for (end, why) in [
+            (BodyEnd::Cut, "length"),
+            (BodyEnd::Timeout, "time"),
+            (BodyEnd::Broken, "disconnect"),
+            (BodyEnd::Unread, "unspecified"),
+        ] {
+            let (_, resp) = records(&exchange(b"<p>go", end), "<info>");
+            assert!(
+                resp.fields.contains(&("WARC-Truncated", why.into())),
+                "{end:?}"
+            );
+            assert!(text(&resp.block).contains("content-length: 5\r\n"));
+        }
+    }
+
+    #[test]
+    fn a_run_starts_with_warcinfo_and_finish_syncs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.warc.gz");
+        let warc = Warc::open(&path, &[("software", "trawl/test".into())], 4).unwrap();
+        warc.finish().unwrap();
+        let mut out = String::new();
+        use std::io::Read;
+        flate2::read::MultiGzDecoder::new(File::open(&path).unwrap())
+            .read_to_string(&mut out)
+            .unwrap();
+        assert!(
+            out.starts_with("WARC/1.1\r\nWARC-Type: warcinfo\r\n"),
+            "{out}"
+        );
+        assert!(out.contains("WARC-Filename: t.warc.gz\r\n"), "{out}");
+        assert!(out.ends_with("software: trawl/test\r\n\r\n\r\n"), "{out}");
+    }
 }
