@@ -57,13 +57,60 @@ impl RedirectError {
 /// The library user's decision per discovered URL: `true` to fetch it.
 pub type LinkFilter = Arc<dyn Fn(&Url) -> bool + Send + Sync>;
 
+/// The rules a discovered URL is judged by, apart from whether it is already known:
+/// its canonical key, and the reason (if any) it will not be fetched. Shared by the local
+/// gate and the distributed crawl.
+pub struct Rules {
+    /// Which URLs are in scope.
+    pub scope: Scope,
+    /// The library user's link filter.
+    pub filter: Option<LinkFilter>,
+    /// Depth, page and redirect limits.
+    pub limits: Limits,
+    /// Crawler-trap limits.
+    pub traps: Traps,
+    /// Remove session IDs from canonical keys.
+    pub strip_session_ids: bool,
+}
+
+impl Rules {
+    /// The canonical key of `url` in `key`, without session IDs when so configured.
+    pub fn key_of(&self, url: &Url, key: &mut String) {
+        canonical_key_into(url, key);
+        if self.strip_session_ids {
+            strip_session_ids(key);
+        }
+    }
+
+    /// Why a new URL found at `depth` (on a page that said `nofollow` when `follow` is
+    /// false) will not be fetched; `None` to fetch it.
+    pub fn skip_reason(
+        &self,
+        url: &Url,
+        key: &str,
+        depth: u32,
+        follow: bool,
+    ) -> Option<SkipReason> {
+        self.scope
+            .check(url, key)
+            .and_then(|()| self.traps.check(url))
+            .and_then(|()| match &self.filter {
+                Some(f) if !f(url) => Err(SkipReason::Filtered),
+                _ => Ok(()),
+            })
+            .err()
+            .or_else(|| {
+                (self.limits.max_depth > 0 && depth > self.limits.max_depth)
+                    .then_some(SkipReason::MaxDepth)
+            })
+            .or_else(|| (!follow).then_some(SkipReason::Nofollow))
+    }
+}
+
 /// See the module doc.
 pub struct Gate {
-    scope: Scope,
-    filter: Option<LinkFilter>,
+    rules: Rules,
     limits: Limits,
-    traps: Traps,
-    strip_session_ids: bool,
     /// URLs admitted for fetching per host, for `max-pages-per-host`.
     host_admitted: DashMap<HostId, u64>,
     visited: Visited,
@@ -90,11 +137,14 @@ impl Gate {
         drain: Arc<Drain>,
     ) -> Gate {
         Gate {
-            scope,
-            filter: None,
+            rules: Rules {
+                scope,
+                filter: None,
+                limits,
+                traps,
+                strip_session_ids,
+            },
             limits,
-            traps,
-            strip_session_ids,
             host_admitted: DashMap::new(),
             visited: Visited::new(),
             hosts: DashMap::new(),
@@ -109,7 +159,7 @@ impl Gate {
 
     /// Ask `filter` about every new in-scope URL; refused ones are skipped as `filtered`.
     pub fn with_filter(mut self, filter: Option<LinkFilter>) -> Gate {
-        self.filter = filter;
+        self.rules.filter = filter;
         self
     }
 
@@ -321,20 +371,7 @@ impl Gate {
         }
         let skip = match forced {
             Some(forced) => forced,
-            None => self
-                .scope
-                .check(&url, key)
-                .and_then(|()| self.traps.check(&url))
-                .and_then(|()| match &self.filter {
-                    Some(f) if !f(&url) => Err(SkipReason::Filtered),
-                    _ => Ok(()),
-                })
-                .err()
-                .or_else(|| {
-                    (self.limits.max_depth > 0 && depth > self.limits.max_depth)
-                        .then_some(SkipReason::MaxDepth)
-                })
-                .or_else(|| (!follow).then_some(SkipReason::Nofollow)),
+            None => self.rules.skip_reason(&url, key, depth, follow),
         };
         let mut queued = None;
         let (seen, _) = self.visited.get_or_admit(hash, || {
@@ -378,12 +415,8 @@ impl Gate {
         id
     }
 
-    /// The canonical key of `url` in `key`, without session IDs when so configured.
     fn key_of(&self, url: &Url, key: &mut String) {
-        canonical_key_into(url, key);
-        if self.strip_session_ids {
-            strip_session_ids(key);
-        }
+        self.rules.key_of(url, key);
     }
 
     /// Count one more URL to fetch against `max-pages` and the host's budget; the reason

@@ -22,6 +22,8 @@ pub enum Command {
   trawl crawl https://example.org/ --db site.db     start a crawl
   trawl crawl --db site.db                          resume it after Ctrl-C or a crash
   trawl crawl https://example.org/ --db s.db --scope domain --max-depth 3 --exclude '/tag/'
+  trawl crawl https://example.org/ --store redis://10.0.0.5:6379/0 --crawl-id ex   machine A
+  trawl crawl --store redis://10.0.0.5:6379/0 --crawl-id ex                        machines B, C...
 
 Exit codes: 0 finished (or nothing to do), 1 failed while crawling, or with --fail-on-errors
 finished with URLs that failed or answered 4xx/5xx, 2 bad input, 130 interrupted (resumable).")]
@@ -34,7 +36,9 @@ finished with URLs that failed or answered 4xx/5xx, 2 bad input, 130 interrupted
   trawl export --db site.db --format graphml --internal-only --collapse > site.graphml
   trawl export --db site.db --format dot | sfdp -Tsvg > site.svg
   trawl export --db site.db --format csv --what pages --status 4xx --status failed
-  trawl export --db site.db --format sitemap --out public/sitemap.xml")]
+  trawl export --db site.db --format sitemap --out public/sitemap.xml
+  trawl export --store redis://10.0.0.5:6379/0 --crawl-id ex --format graphml > g.graphml
+  trawl export --store redis://10.0.0.5:6379/0 --crawl-id ex --to site.db   copy into SQLite")]
     Export(ExportArgs),
     /// Print a report on a crawl: broken links, redirect chains, depths, most-linked pages,
     /// orphans, or a summary.
@@ -50,6 +54,7 @@ Reports read the file only (a crawl may be running) and create no index.")]
     #[command(after_help = "Examples:
   trawl status --db site.db                 while a crawl runs (from another terminal) or after
   trawl status --db site.db --format json   for scripts and monitoring
+  trawl status --store redis://10.0.0.5:6379/0 --crawl-id ex   a Redis crawl, from any machine
 
 Reads the file only; a crawl may be running.")]
     Status(StatusArgs),
@@ -95,9 +100,8 @@ pub struct CrawlArgs {
     /// added to it.
     pub seeds: Vec<String>,
 
-    /// The SQLite file holding the crawl (created if missing).
-    #[arg(long, value_name = "FILE")]
-    pub db: PathBuf,
+    #[command(flatten)]
+    pub source: Source,
 
     /// Start a finished crawl again from its seeds, discarding its previous results.
     #[arg(long)]
@@ -225,6 +229,10 @@ pub struct CrawlOptions {
     /// A PEM file of extra certificate authorities to trust (repeatable).
     #[arg(long = "ca-cert", value_name = "FILE")]
     pub ca_certs: Vec<String>,
+    /// Redis crawls: how long a claim on a URL lasts unless renewed; a killed process's
+    /// URLs go back to the crawl after this [default: 30s].
+    #[arg(long, value_name = "DURATION")]
+    pub lease: Option<String>,
     /// Write every request and response to this WARC file, e.g. site.warc.gz (appended to
     /// when it exists; "" for none).
     #[arg(long, value_name = "FILE")]
@@ -257,12 +265,42 @@ pub enum LogFormat {
     Json,
 }
 
+/// Which crawl a reading command reads: a SQLite file, or a Redis crawl.
+#[derive(Debug, Args)]
+pub struct Source {
+    /// The crawl's SQLite file (read only; a crawl may be running).
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "store",
+        conflicts_with = "store"
+    )]
+    pub db: Option<PathBuf>,
+    /// A Redis crawl instead (finished or running): redis://HOST:PORT/DB or
+    /// redis+cluster://HOST:PORT[,...]. It is read into a temporary SQLite copy first.
+    #[arg(long, value_name = "URL", requires = "crawl_id")]
+    pub store: Option<String>,
+    /// The Redis crawl's name.
+    #[arg(long, value_name = "NAME", requires = "store")]
+    pub crawl_id: Option<String>,
+}
+
+impl Source {
+    /// The source as flags, for messages (`--db site.db`).
+    pub fn shown(&self) -> String {
+        match (&self.store, &self.crawl_id, &self.db) {
+            (Some(s), Some(id), _) => format!("--store {s} --crawl-id {id}"),
+            (_, _, Some(db)) => format!("--db {}", db.display()),
+            _ => String::new(),
+        }
+    }
+}
+
 /// `trawl export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// The crawl's SQLite file (read only; a crawl may be running).
-    #[arg(long, value_name = "FILE")]
-    pub db: PathBuf,
+    #[command(flatten)]
+    pub source: Source,
     /// Output format.
     #[arg(long, value_parser = ["csv", "jsonl", "graphml", "dot", "sitemap"], default_value = "csv")]
     pub format: String,
@@ -288,14 +326,17 @@ pub struct ExportArgs {
     /// parts beside it).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Copy the Redis crawl (--store) into this new SQLite file, instead of exporting a
+    /// format: the file then works with every command, like a local crawl's.
+    #[arg(long, value_name = "FILE", requires = "store", conflicts_with = "out")]
+    pub to: Option<PathBuf>,
 }
 
 /// `trawl status`.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// The crawl's SQLite file (read only; a crawl may be running).
-    #[arg(long, value_name = "FILE")]
-    pub db: PathBuf,
+    #[command(flatten)]
+    pub source: Source,
     /// Lines for people, or one JSON object for programs.
     #[arg(long, value_enum, default_value_t = StatusFormat::Text)]
     pub format: StatusFormat,
@@ -344,9 +385,8 @@ pub struct ManArgs {
 /// `trawl report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// The crawl's SQLite file (read only; a crawl may be running).
-    #[arg(long, value_name = "FILE")]
-    pub db: PathBuf,
+    #[command(flatten)]
+    pub source: Source,
     /// broken: failed or 4xx/5xx URLs and the pages linking to them; redirects: redirect
     /// chains; depth: pages per depth, recorded and shortest; top: most-linked pages and
     /// PageRank; orphans: URLs only a sitemap links to; summary: counts and timing.
@@ -398,6 +438,7 @@ impl CrawlOptions {
             ("scope", &self.scope),
             ("user-agent", &self.user_agent),
             ("grace-period", &self.grace_period),
+            ("lease", &self.lease),
             ("delay", &self.delay),
             ("rate-limit", &self.rate_limit),
             ("max-crawl-delay", &self.max_crawl_delay),
@@ -476,6 +517,7 @@ mod tests {
             max_pages: Some(6),
             user_agent: Some("x".into()),
             grace_period: Some("7s".into()),
+            lease: Some("9s".into()),
             ignore_robots: true,
             delay: Some("1ms".into()),
             rate_limit: Some("5/1s".into()),

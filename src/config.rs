@@ -216,6 +216,11 @@ pub struct CrawlConfig {
     /// PEM files of extra certificate authorities to trust (an internal CA), besides the
     /// built-in web roots.
     pub ca_certs: Vec<std::path::PathBuf>,
+    /// Redis crawls: how long a process's claim on a URL lasts unless renewed (it is
+    /// renewed while the fetch runs). A killed process's URLs return to the crawl after
+    /// this long.
+    #[serde(with = "humantime_serde")]
+    pub lease: Duration,
     /// Write every HTTP request and response to this WARC file (`.warc.gz`, one gzip
     /// member per record), appending when it exists; `None` (`""` in TOML) for none.
     #[serde(with = "optional_path")]
@@ -396,6 +401,7 @@ impl Default for CrawlConfig {
             proxy_cooldown: Duration::from_secs(300),
             metrics_addr: String::new(),
             ca_certs: Vec::new(),
+            lease: Duration::from_secs(30),
             warc: None,
         }
     }
@@ -521,6 +527,7 @@ impl CrawlConfig {
             ("connect-timeout", self.connect_timeout),
             ("read-timeout", self.read_timeout),
             ("timeout", self.timeout),
+            ("lease", self.lease),
         ] {
             if d.is_zero() {
                 return Err(ConfigError::OutOfRange {

@@ -22,6 +22,7 @@ use crate::fetch::Fetcher;
 use crate::frontier::dispatcher::Dispatcher;
 use crate::frontier::prepare::Preparer;
 use crate::frontier::{Frontier, FrontierCounts, HostPolicy};
+use crate::page::Reader;
 use crate::politeness::robots::product_token;
 use crate::retry::RetryPolicy;
 use crate::stats::{RunCounts, Stats};
@@ -57,6 +58,18 @@ pub struct CrawlerBuilder {
     recrawl: bool,
     hook: Option<PageHook>,
     filter: Option<LinkFilter>,
+    store: Option<String>,
+    crawl_id: Option<String>,
+}
+
+/// A builder's fields, for the distributed build.
+pub(crate) struct BuilderParts {
+    pub seeds: Vec<String>,
+    pub config_files: Vec<PathBuf>,
+    pub options: ConfigPatch,
+    pub filter: Option<LinkFilter>,
+    pub store: Option<String>,
+    pub crawl_id: Option<String>,
 }
 
 macro_rules! option_setters {
@@ -86,6 +99,31 @@ impl CrawlerBuilder {
     pub fn db(mut self, path: impl Into<PathBuf>) -> Self {
         self.db = Some(path.into());
         self
+    }
+
+    /// A Redis crawl instead of a SQLite file: `redis://HOST:PORT/DB`, or
+    /// `redis+cluster://HOST:PORT[,HOST:PORT...]` for a cluster. Build it with
+    /// [`CrawlerBuilder::build_distributed`].
+    pub fn store(mut self, url: impl Into<String>) -> Self {
+        self.store = Some(url.into());
+        self
+    }
+
+    /// The name of a Redis crawl: every process of the crawl uses the same.
+    pub fn crawl_id(mut self, id: impl Into<String>) -> Self {
+        self.crawl_id = Some(id.into());
+        self
+    }
+
+    pub(crate) fn into_parts(self) -> BuilderParts {
+        BuilderParts {
+            seeds: self.seeds,
+            config_files: self.config_files,
+            options: self.options,
+            filter: self.filter,
+            store: self.store,
+            crawl_id: self.crawl_id,
+        }
     }
 
     /// Add a seed URL (`https://example.org/`; a bare `example.org` means https).
@@ -208,6 +246,8 @@ impl CrawlerBuilder {
         proxy_cooldown: Duration => "proxy-cooldown", duration;
         /// Serve Prometheus metrics here while crawling (`metrics-addr`).
         metrics_addr: String => "metrics-addr", toml::Value::String;
+        /// Redis crawls: how long a claim on a URL lasts unless renewed (`lease`).
+        lease: Duration => "lease", duration;
         /// Extra certificate authorities to trust, PEM files (`ca-certs`).
         ca_certs: Vec<PathBuf> => "ca-certs", |v: Vec<PathBuf>| toml::Value::Array(v.into_iter().map(|p| toml::Value::String(p.display().to_string())).collect());
         /// Write every request and response to this WARC file, appending when it exists
@@ -407,9 +447,9 @@ pub struct Summary {
 /// A live view of a running crawl, for progress displays. Cheap to clone.
 #[derive(Clone)]
 pub struct Progress {
-    stats: Arc<Stats>,
+    pub(crate) stats: Arc<Stats>,
     frontier: Arc<std::sync::OnceLock<Arc<Frontier>>>,
-    started: Instant,
+    pub(crate) started: Instant,
 }
 
 /// One reading of [`Progress`].
@@ -422,7 +462,7 @@ pub struct ProgressSnapshot {
 }
 
 impl Progress {
-    fn new() -> Progress {
+    pub(crate) fn new() -> Progress {
         Progress {
             stats: Arc::new(Stats::default()),
             frontier: Arc::new(std::sync::OnceLock::new()),
@@ -593,20 +633,24 @@ impl Crawler {
         let robots_fetcher = fetcher.clone();
         let agent = product_token(&config.user_agent).to_ascii_lowercase();
         let worker = Arc::new(Worker {
-            fetcher,
+            reader: Reader {
+                fetcher,
+                retry: RetryPolicy {
+                    max_attempts: config.max_attempts,
+                    base: config.retry_backoff,
+                    max_retry_after: config.max_retry_after,
+                },
+                agent,
+                events: events.is_some(),
+                bodies: events.as_ref().is_some_and(|e| e.bodies),
+            },
             gate: gate.clone(),
             frontier: frontier.clone(),
             writer: writer.clone(),
             stats: progress.stats.clone(),
             cancel: cancel.clone(),
             hook,
-            agent,
             events,
-            retry: RetryPolicy {
-                max_attempts: config.max_attempts,
-                base: config.retry_backoff,
-                max_retry_after: config.max_retry_after,
-            },
         });
         let mut workers = tokio::task::JoinSet::new();
         for _ in 0..config.concurrency {

@@ -28,6 +28,9 @@ pub enum Error {
     /// The metrics endpoint could not start.
     #[error(transparent)]
     Metrics(#[from] crate::metrics::MetricsError),
+    /// The Redis crawl cannot go on.
+    #[error(transparent)]
+    Distributed(#[from] crate::distributed::DistError),
     /// No database path was given to the builder.
     #[error("no database given; set one with --db FILE")]
     NoDb,
@@ -58,6 +61,7 @@ impl Error {
             // Writing failed mid-crawl; every other WARC error is about the path given.
             Error::Warc(e) => !matches!(e, WarcError::Write { .. }),
             Error::Fetch(_) | Error::Metrics(_) => true,
+            Error::Distributed(e) => e.is_usage(),
             Error::Internal(_) => false,
         }
     }

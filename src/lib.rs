@@ -26,7 +26,11 @@
 //! - [`frontier`]: per-host queues that spill to disk, and the [`frontier::dispatcher`],
 //!   the only sender into the bounded channel the workers read.
 //! - [`drain`]: the drain counter that says when the crawl is over.
-//! - [`worker`]: one page: fetch, extract while streaming, admit, record.
+//! - [`worker`]: one page of a local crawl: read it, admit its links, record it.
+//! - [`page`]: reading one response (fetch, charset, streaming extraction, robots meta),
+//!   shared by the local and the distributed crawl.
+//! - [`distributed`]: many processes, one crawl, through Redis (server or cluster):
+//!   leases, shared politeness, Lua scripts, a copy into SQLite for export and reports.
 //! - [`events`]: fetched pages delivered to the library user, with backpressure.
 //! - [`fetch`]: one HTTP request with timeouts and a body cap; no automatic redirects.
 //! - [`proxy`]: proxy rotation and taking failing proxies out of rotation.
@@ -56,6 +60,7 @@ pub mod admit;
 pub mod charset;
 pub mod config;
 pub mod crawler;
+pub mod distributed;
 pub mod dns;
 pub mod drain;
 mod error;
@@ -67,6 +72,7 @@ pub mod fetch;
 pub mod frontier;
 pub mod link;
 pub mod metrics;
+pub mod page;
 pub mod politeness;
 pub mod proxy;
 pub mod report;

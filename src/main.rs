@@ -7,6 +7,7 @@ mod progress;
 mod status_view;
 
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -14,7 +15,7 @@ use clap::Parser;
 
 use cli::{
     Cli, Command, CompletionsArgs, ConfigArgs, ConfigLayers, CrawlArgs, ExportArgs, LogFormat,
-    ManArgs, ReportArgs, StatusArgs, StatusFormat,
+    ManArgs, ReportArgs, Source, StatusArgs, StatusFormat,
 };
 use exit_codes::{BAD_INPUT, FAILED, INTERRUPTED, SUCCESS};
 use trawl::config::{ConfigError, ConfigPatch};
@@ -115,8 +116,12 @@ fn crawl(args: CrawlArgs) -> ExitCode {
         Err(e) => return fail(FAILED, format!("cannot start the runtime: {e}")),
     };
     runtime.block_on(async move {
+        if args.source.store.is_some() {
+            return crawl_redis(&args, show_progress).await;
+        }
+        let db = args.source.db.clone().expect("clap requires --db without --store");
         let builder = Crawler::builder()
-            .db(&args.db)
+            .db(&db)
             .seeds(args.seeds.iter().cloned())
             .recrawl(args.recrawl);
         let builder = args.layers.apply(builder);
@@ -130,58 +135,165 @@ fn crawl(args: CrawlArgs) -> ExitCode {
         if crawler.is_finished() {
             println!(
                 "{} holds a finished crawl; nothing to do (use --recrawl to crawl it again, or trawl export to read it)",
-                args.db.display()
+                db.display()
             );
             drop(crawler);
-            return finished_exit(&args);
+            return finished_exit(&args).await;
         }
         if crawler.is_resume() {
-            tracing::info!(db = %args.db.display(), "resuming the crawl stored in the file");
+            tracing::info!(db = %db.display(), "resuming the crawl stored in the file");
         }
-        let display = show_progress.then(|| progress::Display::start(crawler.progress()));
-        let logger = (!show_progress && !args.output.quiet)
-            .then(|| progress::log_every(crawler.progress(), std::time::Duration::from_secs(10)));
-        let summary = crawler.run(shutdown_signal()).await;
-        if let Some(d) = display {
-            d.finish();
-        }
-        if let Some(l) = logger {
-            l.abort();
-        }
-        match summary {
-            Ok(s) => {
-                print_summary(&args, &s);
-                match s.outcome {
-                    Outcome::Interrupted => ExitCode::from(INTERRUPTED),
-                    _ => finished_exit(&args),
-                }
-            }
-            Err(e) => {
-                let code = if e.is_usage() { BAD_INPUT } else { FAILED };
-                fail(code, e)
-            }
-        }
+        let progress = crawler.progress();
+        watched(&args, show_progress, progress, crawler.run(shutdown_signal())).await
     })
+}
+
+/// A Redis crawl: this process joins (or starts) the crawl named by --crawl-id.
+async fn crawl_redis(args: &CrawlArgs, show_progress: bool) -> ExitCode {
+    let builder = Crawler::builder()
+        .store(args.source.store.clone().unwrap_or_default())
+        .crawl_id(args.source.crawl_id.clone().unwrap_or_default())
+        .seeds(args.seeds.iter().cloned());
+    let builder = args.layers.apply(builder);
+    let build = builder.build_distributed();
+    let crawl = tokio::select! {
+        c = build => c,
+        _ = shutdown_signal() => return ExitCode::from(INTERRUPTED),
+    };
+    let crawl = match crawl {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.is_usage() { BAD_INPUT } else { FAILED };
+            return fail(code, e);
+        }
+    };
+    if crawl.is_finished() {
+        println!(
+            "crawl {:?} is finished; nothing to do (trawl export --store ... --crawl-id {} reads it)",
+            crawl.crawl_id(),
+            crawl.crawl_id()
+        );
+        return finished_exit(args).await;
+    }
+    tracing::info!(
+        crawl_id = crawl.crawl_id(),
+        created = crawl.created(),
+        "{} the Redis crawl",
+        if crawl.created() {
+            "starting"
+        } else {
+            "joining"
+        }
+    );
+    let progress = crawl.progress();
+    watched(args, show_progress, progress, crawl.run(shutdown_signal())).await
+}
+
+/// Run a crawl with its progress shown (a line on a terminal, else a log every 10 s),
+/// print its summary, and give the exit code.
+async fn watched(
+    args: &CrawlArgs,
+    show_progress: bool,
+    progress: trawl::Progress,
+    run: impl std::future::Future<Output = Result<trawl::Summary, trawl::Error>>,
+) -> ExitCode {
+    let display = show_progress.then(|| progress::Display::start(progress.clone()));
+    let logger = (!show_progress && !args.output.quiet)
+        .then(|| progress::log_every(progress, std::time::Duration::from_secs(10)));
+    let summary = run.await;
+    if let Some(d) = display {
+        d.finish();
+    }
+    if let Some(l) = logger {
+        l.abort();
+    }
+    match summary {
+        Ok(s) => {
+            print_summary(args, &s);
+            match s.outcome {
+                Outcome::Interrupted => ExitCode::from(INTERRUPTED),
+                _ => finished_exit(args).await,
+            }
+        }
+        Err(e) => {
+            let code = if e.is_usage() { BAD_INPUT } else { FAILED };
+            fail(code, e)
+        }
+    }
 }
 
 /// The exit code of a finished crawl: success, unless `--fail-on-errors` and some URLs
 /// failed or answered 4xx/5xx (counted over the whole crawl, every run of it).
-fn finished_exit(args: &CrawlArgs) -> ExitCode {
+async fn finished_exit(args: &CrawlArgs) -> ExitCode {
     if !args.fail_on_errors {
         return ExitCode::from(SUCCESS);
     }
-    match trawl::status::read(&args.db) {
+    let source = &args.source;
+    let readable = match readable(source).await {
+        Ok(r) => r,
+        Err(e) => return fail(FAILED, with_causes(&e)),
+    };
+    match trawl::status::read(&readable.path) {
         Ok(s) if s.broken == 0 => ExitCode::from(SUCCESS),
         Ok(s) => {
             eprintln!(
-                "trawl: {} URLs failed or answered 4xx/5xx (--fail-on-errors); `trawl report --db {} broken` lists them",
+                "trawl: {} URLs failed or answered 4xx/5xx (--fail-on-errors); `trawl report {} broken` lists them",
                 s.broken,
-                args.db.display()
+                source.shown()
             );
             ExitCode::from(FAILED)
         }
         Err(e) => fail(FAILED, e),
     }
+}
+
+/// The SQLite file a reading command reads: the `--db` file, or a temporary copy of a
+/// Redis crawl (removed when dropped).
+struct Readable {
+    path: PathBuf,
+    _copy: Option<tempfile::TempDir>,
+}
+
+async fn readable(source: &Source) -> anyhow::Result<Readable> {
+    match (&source.store, &source.crawl_id, &source.db) {
+        (Some(store), Some(id), _) => {
+            let dir = tempfile::Builder::new().prefix("trawl-copy").tempdir()?;
+            let path = dir.path().join("crawl.db");
+            trawl::distributed::copy::to_sqlite(store, id, &path).await?;
+            Ok(Readable {
+                path,
+                _copy: Some(dir),
+            })
+        }
+        (_, _, Some(db)) => Ok(Readable {
+            path: db.clone(),
+            _copy: None,
+        }),
+        _ => anyhow::bail!("give --db FILE, or --store URL with --crawl-id NAME"),
+    }
+}
+
+/// A reading command's source on a current-thread runtime (the copy of a Redis crawl
+/// needs one; a SQLite file does not).
+fn readable_blocking(source: &Source) -> anyhow::Result<Readable> {
+    if source.store.is_none() {
+        return local_file(source);
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(readable(source))
+}
+
+fn local_file(source: &Source) -> anyhow::Result<Readable> {
+    let db = source
+        .db
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("give --db FILE, or --store URL with --crawl-id NAME"))?;
+    Ok(Readable {
+        path: db,
+        _copy: None,
+    })
 }
 
 /// Completes on the first Ctrl-C (or SIGTERM): a clean stop. A second Ctrl-C exits at once;
@@ -240,7 +352,19 @@ fn print_summary(args: &CrawlArgs, s: &trawl::Summary) {
         let errs: Vec<String> = r.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(out, "  errors: {}", errs.join(", "));
     }
-    let _ = writeln!(out, "  stored in {}", args.db.display());
+    match (&args.source.db, &args.source.crawl_id) {
+        (Some(db), _) => {
+            let _ = writeln!(out, "  stored in {}", db.display());
+        }
+        (None, Some(id)) => {
+            let _ = writeln!(
+                out,
+                "  stored in Redis crawl {id:?} ({})",
+                args.source.store.as_deref().unwrap_or_default()
+            );
+        }
+        (None, None) => {}
+    }
 }
 
 fn init_logging(args: &CrawlArgs, progress_shown: bool) {
@@ -283,7 +407,9 @@ fn exit_for(
     let (broken_pipe, usage) = classify(&e).unwrap_or_else(|| {
         let usage = e
             .downcast_ref::<trawl::store::StoreError>()
-            .is_some_and(|s| !matches!(s, trawl::store::StoreError::Sqlite { .. }));
+            .is_some_and(|s| !matches!(s, trawl::store::StoreError::Sqlite { .. }))
+            || e.downcast_ref::<trawl::distributed::DistError>()
+                .is_some_and(|d| d.is_usage());
         (false, usage)
     });
     if broken_pipe {
@@ -309,9 +435,28 @@ fn run_export(args: &ExportArgs) -> anyhow::Result<()> {
             .collect::<Result<_, _>>()
             .map_err(anyhow::Error::msg)?,
     };
+    if let Some(to) = &args.to {
+        let (store, id) = (
+            args.source.store.as_deref().unwrap_or_default(),
+            args.source.crawl_id.as_deref().unwrap_or_default(),
+        );
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let copied = rt.block_on(trawl::distributed::copy::to_sqlite(store, id, to))?;
+        eprintln!(
+            "copied crawl {id:?}: {} URLs ({} fetched), {} edges into {}",
+            copied.urls,
+            copied.pages,
+            copied.edges,
+            to.display()
+        );
+        return Ok(());
+    }
     // Refused combinations must not leave an empty --out file behind.
     export::check(format, what, &filter)?;
-    let store = SqliteStore::open(&args.db, OpenMode::Read)?;
+    let readable = readable_blocking(&args.source)?;
+    let store = SqliteStore::open(&readable.path, OpenMode::Read)?;
     let max = args.sitemap_max_urls;
     match (&args.out, format) {
         (Some(path), Format::Sitemap) => {
@@ -347,7 +492,8 @@ fn run_report(args: &ReportArgs) -> anyhow::Result<()> {
     use trawl::report::{self, Kind, OutputFormat};
     let kind: Kind = args.kind.parse().map_err(anyhow::Error::msg)?;
     let format: OutputFormat = args.format.parse().map_err(anyhow::Error::msg)?;
-    let store = SqliteStore::open(&args.db, OpenMode::Read)?;
+    let readable = readable_blocking(&args.source)?;
+    let store = SqliteStore::open(&readable.path, OpenMode::Read)?;
     let mut w = std::io::BufWriter::new(std::io::stdout().lock());
     report::run(&store, kind, format, args.limit, &mut w)?;
     w.flush().map_err(report::ReportError::from)?;
@@ -355,7 +501,16 @@ fn run_report(args: &ReportArgs) -> anyhow::Result<()> {
 }
 
 fn status(args: StatusArgs) -> ExitCode {
-    let s = match trawl::status::read(&args.db) {
+    if let (Some(store), Some(id)) = (&args.source.store, &args.source.crawl_id) {
+        return redis_status(store, id, args.format);
+    }
+    let Some(db) = &args.source.db else {
+        return fail(
+            BAD_INPUT,
+            "give --db FILE, or --store URL with --crawl-id NAME",
+        );
+    };
+    let s = match trawl::status::read(db) {
         Ok(s) => s,
         Err(e) => {
             let usage = !matches!(e, trawl::store::StoreError::Sqlite { .. });
@@ -366,6 +521,34 @@ fn status(args: StatusArgs) -> ExitCode {
     let written = match args.format {
         StatusFormat::Text => status_view::text(&s, &mut out),
         StatusFormat::Json => status_view::json(&s, &mut out),
+    };
+    match written.and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => fail(FAILED, e),
+        _ => ExitCode::from(SUCCESS),
+    }
+}
+
+fn redis_status(store: &str, id: &str, format: StatusFormat) -> ExitCode {
+    let read = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from)
+        .and_then(|rt| Ok(rt.block_on(trawl::distributed::status::read(store, id))?));
+    let s = match read {
+        Ok(s) => s,
+        Err(e) => {
+            let usage = e
+                .downcast_ref::<trawl::distributed::DistError>()
+                .is_some_and(|d| d.is_usage());
+            return fail(if usage { BAD_INPUT } else { FAILED }, with_causes(&e));
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    let written = match format {
+        StatusFormat::Json => serde_json::to_writer_pretty(&mut out, &s)
+            .map_err(std::io::Error::from)
+            .and_then(|()| writeln!(out)),
+        StatusFormat::Text => status_view::redis_text(&s, &mut out),
     };
     match written.and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => fail(FAILED, e),

@@ -110,3 +110,51 @@ fn span(ms: i64) -> String {
     };
     humantime::format_duration(d).to_string()
 }
+
+/// `trawl status` of a Redis crawl, for people.
+pub fn redis_text(
+    s: &trawl::distributed::status::RedisStatus,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let id = &s.crawl_id;
+    match s.state {
+        "running" => writeln!(out, "crawl {id:?}: running in {} processes", s.processes.len())?,
+        "finished" => writeln!(out, "crawl {id:?}: finished")?,
+        _ => writeln!(
+            out,
+            "crawl {id:?}: stopped, unfinished; `trawl crawl --store ... --crawl-id {id}` resumes it"
+        )?,
+    }
+    let now = trawl::store::now_ms();
+    if !s.seeds.is_empty() {
+        writeln!(out, "  seeds:    {}", s.seeds.join(" "))?;
+    }
+    if let Some(t) = s.started_at {
+        writeln!(out, "  started:  {}", when(t, now))?;
+    }
+    if let Some(t) = s.finished_at {
+        writeln!(out, "  finished: {}", when(t, now))?;
+    }
+    let c = &s.counts;
+    writeln!(
+        out,
+        "  urls:     {} known, {} stored, {} queued, {} leased, {} to retry, {} skipped",
+        c.known, c.stored, c.queued, c.leased, c.retrying, c.skipped
+    )?;
+    writeln!(out, "  hosts:    {}", c.hosts)?;
+    writeln!(
+        out,
+        "  processes: {} alive (a heartbeat every 2s)",
+        s.processes.len()
+    )?;
+    for p in &s.processes {
+        writeln!(
+            out,
+            "  process:  {} ({} pages, seen {:.1}s ago)",
+            p.id,
+            p.pages,
+            p.seen_ms_ago as f64 / 1000.0
+        )?;
+    }
+    Ok(())
+}

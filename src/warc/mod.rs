@@ -81,6 +81,9 @@ pub enum WarcError {
         /// The path given.
         path: String,
     },
+    /// WARC output was asked of a Redis crawl.
+    #[error("--warc is not supported in Redis crawls yet; crawl with --db FILE to write a WARC file, or leave --warc out (a warc key in a config file counts too)")]
+    Distributed,
     /// Writing failed during the crawl (a full disk, most often).
     #[error("cannot write the WARC file {path}: {detail}; every page committed so far has its records in the file: free some space (or fix the file's permissions) and run the same command again to resume")]
     Write {

@@ -5,8 +5,10 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod adhoc;
+pub mod check;
 pub mod db;
 pub mod faults;
+pub mod redis;
 pub mod run;
 pub mod server;
 pub mod site;

@@ -1,0 +1,237 @@
+//! The connection to Redis, one server or a cluster, and the rule every call follows
+//! while Redis is away: wait and try again, with backoff, until it answers or the crawl
+//! is stopped. Nothing is dropped: the caller keeps its work until the call succeeds.
+
+use std::time::Duration;
+
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, FromRedisValue, RedisError, RedisFuture, RetryMethod, Script, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::DistError;
+
+/// Longest wait between two tries while Redis is unreachable.
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+
+/// A multiplexed connection: clones share it, and concurrent calls are pipelined on the
+/// wire.
+#[derive(Clone)]
+pub enum Conn {
+    /// One server (reconnects by itself).
+    Single(ConnectionManager),
+    /// A cluster (follows MOVED/ASK and refreshes its slot map by itself).
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// Where the crawl lives: `redis://HOST:PORT/DB` for one server; for a cluster, the
+/// addresses of one or more of its nodes joined by commas
+/// (`redis+cluster://h1:7000,h2:7001`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreUrl {
+    /// One server.
+    Single(String),
+    /// Seed nodes of a cluster.
+    Cluster(Vec<String>),
+}
+
+impl StoreUrl {
+    /// Parse a `--store` value.
+    pub fn parse(text: &str) -> Result<StoreUrl, DistError> {
+        let bad = |why: &str| DistError::BadStore {
+            store: text.to_owned(),
+            why: why.to_owned(),
+        };
+        if let Some(rest) = text.strip_prefix("redis+cluster://") {
+            let nodes: Vec<String> = rest
+                .split(',')
+                .filter(|n| !n.trim().is_empty())
+                .map(|n| format!("redis://{}", n.trim()))
+                .collect();
+            if nodes.is_empty() {
+                return Err(bad("no node address after redis+cluster://"));
+            }
+            for n in &nodes {
+                redis::Client::open(n.as_str()).map_err(|e| bad(&e.to_string()))?;
+            }
+            return Ok(StoreUrl::Cluster(nodes));
+        }
+        if text.starts_with("redis://") || text.starts_with("rediss://") {
+            redis::Client::open(text).map_err(|e| bad(&e.to_string()))?;
+            return Ok(StoreUrl::Single(text.to_owned()));
+        }
+        Err(bad(
+            "expected redis://HOST:PORT[/DB] or redis+cluster://HOST:PORT[,HOST:PORT...]",
+        ))
+    }
+}
+
+/// A connection plus the stop signal that ends its waits.
+#[derive(Clone)]
+pub struct Redis {
+    conn: Conn,
+    cancel: CancellationToken,
+}
+
+impl Redis {
+    /// Connect, waiting (with backoff) while Redis is unreachable, until `cancel`.
+    pub async fn connect(url: &StoreUrl, cancel: CancellationToken) -> Result<Redis, DistError> {
+        let mut wait = Duration::from_millis(100);
+        let mut warned = false;
+        loop {
+            let attempt = match url {
+                StoreUrl::Single(u) => {
+                    let client = redis::Client::open(u.as_str()).map_err(DistError::Redis)?;
+                    let config = ConnectionManagerConfig::new()
+                        .set_connection_timeout(Some(Duration::from_secs(5)))
+                        .set_response_timeout(Some(Duration::from_secs(30)))
+                        .set_max_delay(MAX_BACKOFF);
+                    client
+                        .get_connection_manager_with_config(config)
+                        .await
+                        .map(Conn::Single)
+                }
+                StoreUrl::Cluster(nodes) => {
+                    let client = ClusterClient::builder(nodes.clone())
+                        .connection_timeout(Duration::from_secs(5))
+                        .response_timeout(Duration::from_secs(30))
+                        .build()
+                        .map_err(DistError::Redis)?;
+                    client.get_async_connection().await.map(Conn::Cluster)
+                }
+            };
+            match attempt {
+                Ok(conn) => {
+                    if warned {
+                        tracing::warn!("Redis is reachable again");
+                    }
+                    return Ok(Redis { conn, cancel });
+                }
+                Err(e) if !retryable(&e) => return Err(DistError::Redis(e)),
+                Err(e) => {
+                    if !warned {
+                        tracing::warn!("cannot reach Redis ({e}); waiting for it");
+                        warned = true;
+                    }
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = cancel.cancelled() => return Err(DistError::Unreachable(e.to_string())),
+                    }
+                    wait = (wait * 2).min(MAX_BACKOFF);
+                }
+            }
+        }
+    }
+
+    /// The stop signal.
+    pub fn cancel(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Run `script` on `keys` (all in one slot) with `args`, trying again while Redis is
+    /// away. A script must be safe to run twice: a reply lost in a disconnection is
+    /// retried.
+    pub async fn script<T: FromRedisValue>(
+        &self,
+        script: &Script,
+        keys: &[&str],
+        args: &[&str],
+    ) -> Result<T, DistError> {
+        let mut inv = script.prepare_invoke();
+        for k in keys {
+            inv.key(*k);
+        }
+        for a in args {
+            inv.arg(*a);
+        }
+        self.retrying(|mut conn| {
+            let inv = &inv;
+            async move { inv.invoke_async(&mut conn).await }
+        })
+        .await
+    }
+
+    /// Run one command, trying again while Redis is away.
+    pub async fn cmd<T: FromRedisValue>(&self, cmd: &Cmd) -> Result<T, DistError> {
+        self.retrying(|mut conn| async move { cmd.query_async(&mut conn).await })
+            .await
+    }
+
+    /// Run a pipeline (every key in one slot), trying again while Redis is away.
+    pub async fn pipe<T: FromRedisValue>(&self, pipe: &redis::Pipeline) -> Result<T, DistError> {
+        self.retrying(|mut conn| async move { pipe.query_async(&mut conn).await })
+            .await
+    }
+
+    /// Like [`Redis::cmd`] but gives up at once: for reads where a stale answer is fine.
+    pub async fn cmd_once<T: FromRedisValue>(&self, cmd: &Cmd) -> Result<T, DistError> {
+        let mut conn = self.conn.clone();
+        cmd.query_async(&mut conn).await.map_err(DistError::Redis)
+    }
+
+    async fn retrying<'a, T, F, Fut>(&'a self, call: F) -> Result<T, DistError>
+    where
+        F: Fn(Conn) -> Fut + 'a,
+        Fut: std::future::Future<Output = Result<T, RedisError>> + 'a,
+    {
+        let mut wait = Duration::from_millis(50);
+        let mut warned = false;
+        loop {
+            match call(self.conn.clone()).await {
+                Ok(v) => {
+                    if warned {
+                        tracing::warn!("Redis answers again; carrying on");
+                    }
+                    return Ok(v);
+                }
+                Err(e) if !retryable(&e) => return Err(DistError::Redis(e)),
+                Err(e) => {
+                    if !warned {
+                        tracing::warn!("Redis call failed ({e}); pausing and trying again");
+                        warned = true;
+                    }
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = self.cancel.cancelled() => return Err(DistError::Unreachable(e.to_string())),
+                    }
+                    wait = (wait * 2).min(MAX_BACKOFF);
+                }
+            }
+        }
+    }
+}
+
+/// Whether waiting may help: connection trouble, a server loading its data, a cluster
+/// changing hands. Script and type errors are not retried (they would fail again).
+fn retryable(e: &RedisError) -> bool {
+    !matches!(e.retry_method(), RetryMethod::NoRetry) || e.is_timeout() || e.is_connection_refusal()
+}

@@ -1,0 +1,401 @@
+//! The shared frontier, visited set and page store: typed calls over the scripts in
+//! `scripts`, one host's keys at a time.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::conn::Redis;
+use super::keys::CrawlKeys;
+use super::scripts;
+use super::DistError;
+
+/// What is recorded when a URL is admitted (the `seen` hash's value).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Admission {
+    /// The URL to fetch, when it differs from the canonical key.
+    #[serde(rename = "u", default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Click depth.
+    #[serde(rename = "d")]
+    pub depth: u32,
+    /// Canonical key of the first page linking here.
+    #[serde(rename = "r", default, skip_serializing_if = "Option::is_none")]
+    pub referrer: Option<String>,
+    /// For a redirect target: the keys of the chain that led here, for loop detection.
+    #[serde(rename = "c", default, skip_serializing_if = "Vec::is_empty")]
+    pub chain: Vec<String>,
+}
+
+/// A URL to admit.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// Canonical key.
+    pub key: String,
+    /// What to record.
+    pub admission: Admission,
+    /// Why it will not be fetched, if so.
+    pub skip: Option<&'static str>,
+}
+
+/// A leased URL.
+#[derive(Debug, Clone)]
+pub struct Lease {
+    /// `host[:port]`.
+    pub host: String,
+    /// Canonical key.
+    pub key: String,
+    /// Its admission record.
+    pub admission: Admission,
+    /// Attempts made before this one.
+    pub tries: u32,
+}
+
+/// What a take on one host gave.
+#[derive(Debug, Default)]
+pub struct Taken {
+    /// Wait this long before asking the host again (paused, or inside its interval).
+    pub wait: Duration,
+    /// Expired leases put back in the queue.
+    pub reclaimed: u64,
+    /// URLs now leased to us.
+    pub leases: Vec<Lease>,
+}
+
+/// A page's result as stored (the `pages` hash's value).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct StoredPage {
+    /// Depth when fetched.
+    pub depth: u32,
+    /// Attempts made.
+    pub attempts: u32,
+    /// No usable response.
+    pub failed: bool,
+    /// Not fetched: why (robots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip: Option<String>,
+    /// HTTP status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// Content-Type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    /// Body bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Cut at `max-body`.
+    #[serde(default)]
+    pub truncated: bool,
+    /// `<title>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// noindex asked.
+    #[serde(default)]
+    pub noindex: bool,
+    /// Request start, Unix ms.
+    pub fetched_at: i64,
+    /// Request start to body end.
+    pub fetch_ms: u64,
+    /// Error class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<String>,
+    /// Error message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A stored page's outlinks (one element of the `edges` list).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct StoredEdges {
+    /// The page's canonical key.
+    #[serde(rename = "s")]
+    pub src: String,
+    /// (target key, kind code, nofollow, anchor text) in document order.
+    #[serde(rename = "e")]
+    pub edges: Vec<(String, i64, bool, Option<String>)>,
+}
+
+/// Limits the admission scripts enforce.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    /// `max-pages`, 0 for none.
+    pub max_pages: u64,
+    /// `max-pages-per-host`, 0 for none.
+    pub max_pages_per_host: u64,
+}
+
+/// See the module doc.
+pub struct Queue {
+    redis: Redis,
+    keys: CrawlKeys,
+    budget: Budget,
+    /// Hosts this process has already registered in the `hosts` set.
+    registered: Mutex<HashSet<String>>,
+}
+
+impl Queue {
+    /// The queue of the crawl `keys`.
+    pub fn new(redis: Redis, keys: CrawlKeys, budget: Budget) -> Queue {
+        Queue {
+            redis,
+            keys,
+            budget,
+            registered: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Admit URLs of one host; returns how many were new (known to nobody before).
+    pub async fn admit(
+        &self,
+        host: &str,
+        urls: &[Candidate],
+        front: bool,
+    ) -> Result<usize, DistError> {
+        if urls.is_empty() {
+            return Ok(0);
+        }
+        self.register(host).await?;
+        let k = self.keys.host(host);
+        // Reserve `max-pages` budget before the script and give back what it did not
+        // use: the counter lives in another slot, so it cannot be read inside the script.
+        // Concurrent reservations can make a URL near the limit skipped while budget
+        // remains; the limit itself is never passed.
+        let fetchable = urls.iter().filter(|u| u.skip.is_none()).count() as i64;
+        let allow = if self.budget.max_pages > 0 && fetchable > 0 {
+            let total: i64 = self
+                .redis
+                .cmd(redis::cmd("INCRBY").arg(&self.keys.admitted).arg(fetchable))
+                .await?;
+            let before = total - fetchable;
+            (self.budget.max_pages as i64 - before).clamp(0, fetchable)
+        } else {
+            -1
+        };
+        let records: Vec<String> = urls
+            .iter()
+            .map(|u| serde_json::to_string(&u.admission).expect("serialising an admission"))
+            .collect();
+        let allow_s = allow.to_string();
+        let per_host = self.budget.max_pages_per_host.to_string();
+        let mut args: Vec<&str> = vec![&per_host, &allow_s, if front { "front" } else { "back" }];
+        for (u, rec) in urls.iter().zip(&records) {
+            args.push(&u.key);
+            args.push(rec);
+            args.push(u.skip.unwrap_or(""));
+        }
+        let (queued, flags): (i64, Vec<i64>) = self
+            .redis
+            .script(
+                &scripts::ADMIT,
+                &[&k.seen, &k.skip, &k.queue, &k.state],
+                &args,
+            )
+            .await?;
+        if allow >= 0 && queued < fetchable {
+            let unused = fetchable - queued;
+            let _: i64 = self
+                .redis
+                .cmd(redis::cmd("DECRBY").arg(&self.keys.admitted).arg(unused))
+                .await?;
+        }
+        Ok(flags.iter().filter(|&&f| f == 1).count())
+    }
+
+    /// Mark that work changed hands: called after admissions and before completing the
+    /// page that made them (see [`Queue::is_drained`]).
+    pub async fn bump(&self) -> Result<(), DistError> {
+        let _: i64 = self
+            .redis
+            .cmd(redis::cmd("INCR").arg(&self.keys.generation))
+            .await?;
+        Ok(())
+    }
+
+    async fn register(&self, host: &str) -> Result<(), DistError> {
+        if self.registered.lock().expect("lock").contains(host) {
+            return Ok(());
+        }
+        let _: i64 = self
+            .redis
+            .cmd(redis::cmd("SADD").arg(&self.keys.hosts).arg(host))
+            .await?;
+        self.registered
+            .lock()
+            .expect("lock")
+            .insert(host.to_owned());
+        Ok(())
+    }
+
+    /// Every host of the crawl.
+    pub async fn hosts(&self) -> Result<Vec<String>, DistError> {
+        self.redis
+            .cmd(redis::cmd("SMEMBERS").arg(&self.keys.hosts))
+            .await
+    }
+
+    /// Lease up to `n` URLs of `host`.
+    pub async fn take(
+        &self,
+        host: &str,
+        per_host: usize,
+        interval: Duration,
+        lease: Duration,
+        n: usize,
+    ) -> Result<Taken, DistError> {
+        let k = self.keys.host(host);
+        let args = [
+            per_host.to_string(),
+            (interval.as_millis() as u64).to_string(),
+            (lease.as_millis() as u64).to_string(),
+            n.to_string(),
+        ];
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let reply: Vec<String> = self
+            .redis
+            .script(
+                &scripts::TAKE,
+                &[&k.queue, &k.leases, &k.retries, &k.state, &k.seen, &k.tries],
+                &args,
+            )
+            .await?;
+        let mut it = reply.into_iter();
+        let wait = it.next().and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+        let reclaimed = it.next().and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+        let mut leases = Vec::new();
+        while let (Some(key), Some(rec), Some(tries)) = (it.next(), it.next(), it.next()) {
+            let admission = serde_json::from_str(&rec).map_err(|e| DistError::Corrupt {
+                what: format!("the admission record of {key}"),
+                detail: e.to_string(),
+            })?;
+            leases.push(Lease {
+                host: host.to_owned(),
+                key,
+                admission,
+                tries: tries.parse().unwrap_or(0),
+            });
+        }
+        Ok(Taken {
+            wait: Duration::from_millis(wait),
+            reclaimed,
+            leases,
+        })
+    }
+
+    /// Store a page's result and outlinks and end its lease; true when this call stored
+    /// it (false: another process had).
+    pub async fn complete(
+        &self,
+        lease: &Lease,
+        page: &StoredPage,
+        edges: Option<&StoredEdges>,
+    ) -> Result<bool, DistError> {
+        let k = self.keys.host(&lease.host);
+        let page = serde_json::to_string(page).expect("serialising a page");
+        let edges = edges
+            .map(|e| serde_json::to_string(e).expect("serialising edges"))
+            .unwrap_or_default();
+        let stored: i64 = self
+            .redis
+            .script(
+                &scripts::COMPLETE,
+                &[&k.pages, &k.edges, &k.leases, &k.tries],
+                &[&lease.key, &page, &edges],
+            )
+            .await?;
+        Ok(stored == 1)
+    }
+
+    /// Try `lease` again after `delay`.
+    pub async fn retry(&self, lease: &Lease, delay: Duration) -> Result<(), DistError> {
+        let k = self.keys.host(&lease.host);
+        let _: i64 = self
+            .redis
+            .script(
+                &scripts::RETRY,
+                &[&k.leases, &k.retries, &k.tries, &k.pages],
+                &[
+                    &lease.key,
+                    &(delay.as_millis() as u64).to_string(),
+                    &(lease.tries + 1).to_string(),
+                ],
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Give leases back unfetched.
+    pub async fn release(&self, host: &str, keys: &[String]) -> Result<(), DistError> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let k = self.keys.host(host);
+        let args: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let _: i64 = self
+            .redis
+            .script(&scripts::RELEASE, &[&k.leases, &k.queue, &k.pages], &args)
+            .await?;
+        Ok(())
+    }
+
+    /// Extend the leases we hold on `host`.
+    pub async fn renew(
+        &self,
+        host: &str,
+        keys: &[String],
+        lease: Duration,
+    ) -> Result<(), DistError> {
+        let k = self.keys.host(host);
+        let ms = (lease.as_millis() as u64).to_string();
+        let mut args: Vec<&str> = vec![&ms];
+        args.extend(keys.iter().map(String::as_str));
+        let _: i64 = self
+            .redis
+            .script(&scripts::RENEW, &[&k.leases], &args)
+            .await?;
+        Ok(())
+    }
+
+    /// Pause `host` for every process.
+    pub async fn pause(&self, host: &str, wait: Duration) -> Result<(), DistError> {
+        let k = self.keys.host(host);
+        let _: i64 = self
+            .redis
+            .script(
+                &scripts::PAUSE,
+                &[&k.state],
+                &[&(wait.as_millis() as u64).to_string()],
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Whether the whole crawl is out of work: no host has anything queued, leased or
+    /// waiting to retry. Hosts live in different slots, so there is no atomic view of all
+    /// of them; instead every admission bumps a generation counter *before* the page that
+    /// made it is completed. Work moves only by a leased page admitting URLs then
+    /// completing, so if the counter did not move while every host was read empty, no
+    /// host was refilled behind the scan.
+    pub async fn is_drained(&self) -> Result<bool, DistError> {
+        let before: Option<i64> = self
+            .redis
+            .cmd(redis::cmd("GET").arg(&self.keys.generation))
+            .await?;
+        for host in self.hosts().await? {
+            let k = self.keys.host(&host);
+            let left: i64 = self
+                .redis
+                .script(&scripts::LEFT, &[&k.queue, &k.leases, &k.retries], &[])
+                .await?;
+            if left > 0 {
+                return Ok(false);
+            }
+        }
+        let after: Option<i64> = self
+            .redis
+            .cmd(redis::cmd("GET").arg(&self.keys.generation))
+            .await?;
+        Ok(before == after)
+    }
+}

@@ -1,0 +1,183 @@
+//! The Lua scripts: each is one atomic step on one host's keys (one cluster slot). Every
+//! script is safe to run again after a lost reply: `trawl` retries calls while Redis is
+//! away, so a script may run twice for one intent.
+//!
+//! Times come from the Redis server's clock (`TIME`), so processes on machines whose
+//! clocks disagree still share one schedule per host.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+const NOW: &str = "local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+";
+
+/// Admit URLs of one host. KEYS: seen, skip, queue, state. ARGV: max-pages-per-host (0:
+/// none), how many more may be queued for `max-pages` (-1: no limit), `front` or `back`,
+/// then per URL: key, admission JSON, skip reason (empty to queue it).
+///
+/// `HSETNX` on `seen` is the one place a URL becomes known: exactly one process admits
+/// it. Returns {queued, new flag per URL}.
+pub static ADMIT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        "local per_host = tonumber(ARGV[1])
+local allow = tonumber(ARGV[2])
+local front = ARGV[3] == 'front'
+local queued = 0
+local flags = {}
+for i = 4, #ARGV, 3 do
+  local key, rec, skip = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  if redis.call('HSETNX', KEYS[1], key, rec) == 1 then
+    if skip == '' and per_host > 0 and redis.call('HINCRBY', KEYS[4], 'admitted', 1) > per_host then
+      skip = 'max-pages-per-host'
+    end
+    if skip == '' and allow >= 0 and queued >= allow then
+      skip = 'max-pages'
+    end
+    if skip == '' then
+      queued = queued + 1
+      if front then redis.call('LPUSH', KEYS[3], key) else redis.call('RPUSH', KEYS[3], key) end
+    else
+      redis.call('HSET', KEYS[2], key, skip)
+    end
+    flags[#flags + 1] = 1
+  else
+    flags[#flags + 1] = 0
+  end
+end
+return {queued, flags}",
+    )
+});
+
+/// Lease URLs of one host. KEYS: queue, leases, retries, state, seen, tries. ARGV:
+/// per-host limit, interval ms, lease ms, most to take.
+///
+/// First returns expired leases (their process died) and due retries to the front of
+/// the queue; then, if the host is not paused, past its interval and under its limit,
+/// moves up to N keys from the queue into the leases. The per-host limit counts every
+/// process's leases, so it holds for the whole crawl.
+///
+/// Returns {wait ms, reclaimed, key1, record1, tries1, key2, ...}.
+pub static TAKE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{NOW}
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
+for _, k in ipairs(expired) do
+  redis.call('ZREM', KEYS[2], k)
+  redis.call('LPUSH', KEYS[1], k)
+end
+local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
+for _, k in ipairs(due) do
+  redis.call('ZREM', KEYS[3], k)
+  redis.call('LPUSH', KEYS[1], k)
+end
+local out = {{0, #expired}}
+local paused = tonumber(redis.call('HGET', KEYS[4], 'paused_until') or '0')
+local next_at = tonumber(redis.call('HGET', KEYS[4], 'next_at') or '0')
+local ready = math.max(paused, next_at)
+if ready > now then
+  out[1] = ready - now
+  return out
+end
+local interval = tonumber(ARGV[2])
+local n = math.min(tonumber(ARGV[1]) - redis.call('ZCARD', KEYS[2]), tonumber(ARGV[4]))
+if interval > 0 then n = math.min(n, 1) end
+local took = 0
+for i = 1, n do
+  local k = redis.call('LPOP', KEYS[1])
+  if not k then break end
+  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), k)
+  out[#out + 1] = k
+  out[#out + 1] = redis.call('HGET', KEYS[5], k) or ''
+  out[#out + 1] = redis.call('HGET', KEYS[6], k) or '0'
+  took = took + 1
+end
+if took > 0 and interval > 0 then
+  redis.call('HSET', KEYS[4], 'next_at', now + interval)
+end
+return out"
+    ))
+});
+
+/// Store a page and end its lease. KEYS: pages, edges, leases, tries. ARGV: key, page
+/// JSON, outlinks JSON (empty for none).
+///
+/// `HSETNX` makes the page and its outlinks stored once even when two processes fetched
+/// it (a lease that expired while its holder was still working). Returns 1 when stored
+/// by this call.
+pub static COMPLETE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        "local stored = redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2])
+if stored == 1 and ARGV[3] ~= '' then
+  redis.call('RPUSH', KEYS[2], ARGV[3])
+end
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[4], ARGV[1])
+return stored",
+    )
+});
+
+/// Try a URL again later. KEYS: leases, retries, tries, pages. ARGV: key, delay ms, attempts
+/// made. Returns 0 (and does nothing) when the page was stored meanwhile.
+pub static RETRY: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{NOW}
+redis.call('ZREM', KEYS[1], ARGV[1])
+if redis.call('HEXISTS', KEYS[4], ARGV[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
+return 1"
+    ))
+});
+
+/// Give leased URLs back unfetched (a stopping process). KEYS: leases, queue, pages.
+/// ARGV: keys.
+pub static RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        "local n = 0
+for i = 1, #ARGV do
+  if redis.call('ZREM', KEYS[1], ARGV[i]) == 1 and redis.call('HEXISTS', KEYS[3], ARGV[i]) == 0 then
+    redis.call('LPUSH', KEYS[2], ARGV[i])
+    n = n + 1
+  end
+end
+return n",
+    )
+});
+
+/// Extend leases this process still holds. KEYS: leases. ARGV: lease ms, keys. A lease
+/// that already expired (and may be someone else's now) is not touched.
+pub static RENEW: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{NOW}
+local n = 0
+for i = 2, #ARGV do
+  local s = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if s and tonumber(s) > now then
+    redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[i])
+    n = n + 1
+  end
+end
+return n"
+    ))
+});
+
+/// Pause a host for every process (429/503). KEYS: state. ARGV: ms. Never shortens a
+/// longer pause.
+pub static PAUSE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{NOW}
+local until_ms = now + tonumber(ARGV[1])
+local cur = tonumber(redis.call('HGET', KEYS[1], 'paused_until') or '0')
+if until_ms > cur then redis.call('HSET', KEYS[1], 'paused_until', until_ms) end
+return until_ms"
+    ))
+});
+
+/// Work left on a host: queued + leased + waiting to retry. KEYS: queue, leases, retries.
+pub static LEFT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        "return redis.call('LLEN', KEYS[1]) + redis.call('ZCARD', KEYS[2]) + redis.call('ZCARD', KEYS[3])",
+    )
+});

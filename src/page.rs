@@ -1,0 +1,470 @@
+//! Reading one response: fetch a URL, stream its body through the charset decision and
+//! the link extractor, and say what came of it: a record to store, the links found, a
+//! redirect target, or another try later.
+//!
+//! This is the part of a worker that knows nothing of where URLs come from or go: the
+//! local crawl (`worker`) and the distributed one (`distributed`) both read pages with it
+//! and differ only in how they admit what it found.
+
+use std::time::Instant;
+
+use reqwest::header::{DATE, RETRY_AFTER};
+use url::Url;
+
+use crate::charset;
+use crate::events::Outlink;
+use crate::extract::{Extractor, Link};
+use crate::fetch::{Fetcher, Response};
+use crate::retry::{self, RetryPolicy};
+use crate::store::{now_ms, PageRecord};
+
+/// Non-HTML bodies up to this size are read (and discarded) so the connection can be
+/// reused; larger ones are recorded by their `Content-Length` and not downloaded.
+const READ_OTHER_UP_TO: u64 = 1 << 20;
+
+/// Reads pages; shared by every worker.
+pub struct Reader {
+    /// HTTP client.
+    pub fetcher: Fetcher,
+    /// When and how to try again.
+    pub retry: RetryPolicy,
+    /// Our product token (lower case), for agent-specific `X-Robots-Tag` directives.
+    pub agent: String,
+    /// Gather headers and outlinks for page events.
+    pub events: bool,
+    /// Keep bodies for page events.
+    pub bodies: bool,
+}
+
+/// What one attempt at a URL came to.
+pub struct Read {
+    /// The host answered 429/503: pause it until then (every worker).
+    pub pause: Option<Instant>,
+    /// A result, or a retry.
+    pub outcome: Outcome,
+}
+
+/// A result to store, or another try at the given time.
+pub enum Outcome {
+    /// Try again then.
+    Retry(Instant),
+    /// Done (successfully or not).
+    Done(Box<Found>),
+}
+
+/// A finished page: its record (without edges: admission makes those) and what it links to.
+#[derive(Default)]
+pub struct Found {
+    /// What will be stored.
+    pub rec: PageRecord,
+    /// What a page event carries beyond the record.
+    pub extras: Extras,
+    /// Links in document order (HTML pages).
+    pub links: Vec<Link>,
+    /// False when the page said `nofollow` (meta robots or `X-Robots-Tag`).
+    pub follow: bool,
+    /// Where a 3xx pointed.
+    pub redirect: Option<Url>,
+}
+
+/// What a page event carries beyond the stored record; gathered only when someone
+/// subscribed to events.
+#[derive(Default)]
+pub struct Extras {
+    /// Response headers.
+    pub headers: reqwest::header::HeaderMap,
+    /// Outlinks as found.
+    pub outlinks: Vec<Outlink>,
+    /// The body, when asked for.
+    pub body: Option<bytes::BytesMut>,
+}
+
+impl Reader {
+    /// Fetch `url` (attempt number `attempts + 1`) and read its response.
+    pub async fn read(&self, url: &Url, depth: u32, attempts: u32) -> Read {
+        let start = Instant::now();
+        let mut found = Found {
+            rec: PageRecord {
+                fetched_at: now_ms(),
+                depth,
+                attempts: attempts + 1,
+                ..PageRecord::default()
+            },
+            follow: true,
+            ..Found::default()
+        };
+        let mut pause = None;
+        match self.fetcher.get(url).await {
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                if retry::is_transient_status(status) {
+                    let asked = if retry::pauses_host(status) {
+                        let header = |h| resp.headers().get(h).and_then(|v| v.to_str().ok());
+                        self.retry.retry_after(header(RETRY_AFTER), header(DATE))
+                    } else {
+                        None
+                    };
+                    let wait = asked.unwrap_or_else(|| self.retry.backoff(attempts));
+                    let at = Instant::now() + wait;
+                    if retry::pauses_host(status) {
+                        pause = Some(at);
+                    }
+                    if self.retry.may_retry(attempts + 1) {
+                        return Read {
+                            pause,
+                            outcome: Outcome::Retry(at),
+                        };
+                    }
+                }
+                if self.events {
+                    found.extras.headers = resp.headers().clone();
+                    if self.bodies {
+                        found.extras.body = Some(bytes::BytesMut::new());
+                    }
+                }
+                self.response(url, resp, &mut found).await;
+                // The connection broke mid-body: as transient as a failed connect. The
+                // links read so far are dropped; the next attempt finds them all.
+                if found.rec.error_kind == Some("body") && self.retry.may_retry(attempts + 1) {
+                    return Read {
+                        pause,
+                        outcome: Outcome::Retry(Instant::now() + self.retry.backoff(attempts)),
+                    };
+                }
+            }
+            Err(e) => {
+                if retry::is_transient_error(&e) && self.retry.may_retry(attempts + 1) {
+                    return Read {
+                        pause,
+                        outcome: Outcome::Retry(Instant::now() + self.retry.backoff(attempts)),
+                    };
+                }
+                fail(&mut found.rec, e.kind(), e.to_string())
+            }
+        }
+        found.rec.fetch_ms = start.elapsed().as_millis() as u64;
+        Read {
+            pause,
+            outcome: Outcome::Done(Box::new(found)),
+        }
+    }
+
+    async fn response(&self, url: &Url, mut resp: Response, found: &mut Found) {
+        let Found { rec, extras, .. } = found;
+        rec.status = Some(resp.status().as_u16());
+        rec.content_type = resp.content_type().map(str::to_owned);
+        if resp.status().is_redirection() {
+            if let Some(location) = resp.location() {
+                match url.join(location.trim()) {
+                    Ok(target) => {
+                        if self.events {
+                            let mut url = target.clone();
+                            url.set_fragment(None);
+                            extras.outlinks.push(Outlink {
+                                url,
+                                kind: crate::link::LinkKind::Redirect,
+                                nofollow: false,
+                                anchor: None,
+                            });
+                        }
+                        found.redirect = Some(target);
+                    }
+                    Err(e) => fail(
+                        rec,
+                        "bad-location",
+                        format!("unusable Location {location:?}: {e}"),
+                    ),
+                }
+                rec.size = resp.content_length();
+                return;
+            }
+        }
+        let html = rec.content_type.as_deref().map(is_html);
+        match html {
+            Some(true) => self.html(url, resp, found, None).await,
+            Some(false) => other(resp, rec, extras).await,
+            None => {
+                // No Content-Type: look at the first bytes, as browsers do.
+                match resp.chunk().await {
+                    Ok(Some(first)) if looks_like_html(&first) => {
+                        self.html(url, resp, found, Some(first)).await
+                    }
+                    // `other` counts the first chunk too: the response tracks bytes read.
+                    Ok(first) => {
+                        if let (Some(body), Some(first)) = (&mut extras.body, &first) {
+                            body.extend_from_slice(first);
+                        }
+                        other(resp, rec, extras).await
+                    }
+                    Err(e) => fail(rec, e.kind(), e.to_string()),
+                }
+            }
+        }
+    }
+
+    async fn html(
+        &self,
+        url: &Url,
+        mut resp: Response,
+        found: &mut Found,
+        first: Option<bytes::Bytes>,
+    ) {
+        let Found { rec, extras, .. } = found;
+        let content_type = rec.content_type.clone();
+        let header_charset = content_type.as_deref().and_then(charset_of);
+        let resp_robots: Option<String> = {
+            let values: Vec<&str> = resp
+                .headers()
+                .get_all("x-robots-tag")
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .collect();
+            (!values.is_empty()).then(|| values.join(","))
+        };
+        // Gather the first bytes until the encoding is decided (usually at once: a BOM
+        // or the header decides; otherwise a <meta> or the detector needs a few KB).
+        let mut prefix: Vec<u8> = first.map(|b| b.to_vec()).unwrap_or_default();
+        let mut ended = false;
+        let decided = loop {
+            if let Some(d) = charset::decide(&prefix, header_charset, ended) {
+                break d;
+            }
+            match resp.chunk().await {
+                Ok(Some(chunk)) => prefix.extend_from_slice(&chunk),
+                Ok(None) => ended = true,
+                Err(e) => {
+                    fail(rec, e.kind(), e.to_string());
+                    ended = true;
+                }
+            }
+        };
+        let (label, transcode) = charset::for_extractor(decided.encoding);
+        let mut transcoder = transcode.then(|| charset::Transcoder::new(decided.encoding));
+        let mut extractor = Extractor::new(url.clone(), Some(label));
+        let mut size = prefix.len() as u64;
+        let mut feed = |extractor: &mut Extractor, bytes: &[u8], last: bool| match &mut transcoder {
+            Some(t) => extractor.write(t.push(bytes, last)),
+            None => extractor.write(bytes),
+        };
+        if let Some(body) = &mut extras.body {
+            body.extend_from_slice(&prefix);
+        }
+        let mut parse_error = feed(
+            &mut extractor,
+            &prefix[decided.bom_len.min(prefix.len())..],
+            ended,
+        )
+        .err();
+        drop(prefix);
+        while parse_error.is_none() && !ended {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => {
+                    size += chunk.len() as u64;
+                    if let Some(body) = &mut extras.body {
+                        body.extend_from_slice(&chunk);
+                    }
+                    parse_error = feed(&mut extractor, &chunk, false).err();
+                }
+                Ok(None) => {
+                    ended = true;
+                    parse_error = feed(&mut extractor, &[], true).err();
+                    if let Err(e) = resp.probe_past_cap().await {
+                        fail(rec, e.kind(), e.to_string());
+                    }
+                }
+                Err(e) => {
+                    // Keep the links read so far; the page is recorded as failed.
+                    fail(rec, e.kind(), e.to_string());
+                    break;
+                }
+            }
+        }
+        rec.size = Some(size);
+        rec.truncated = resp.truncated();
+        let extracted = match parse_error {
+            Some(e) => Err(e),
+            None => extractor.end(),
+        };
+        match extracted {
+            Ok(x) => {
+                rec.title = x.title;
+                let header = robots_tag(resp_robots.as_deref(), &self.agent);
+                rec.noindex = x.meta_noindex || header.noindex;
+                let follow = !(x.meta_nofollow || header.nofollow);
+                if self.events {
+                    extras.outlinks = x
+                        .links
+                        .iter()
+                        .map(|l| {
+                            let mut url = l.url.clone();
+                            url.set_fragment(None);
+                            Outlink {
+                                url,
+                                kind: l.kind,
+                                nofollow: l.nofollow || !follow,
+                                anchor: l.anchor.clone(),
+                            }
+                        })
+                        .collect();
+                }
+                found.links = x.links;
+                found.follow = follow;
+            }
+            Err(e) => fail(rec, "parse", e.to_string()),
+        }
+    }
+}
+
+async fn other(mut resp: Response, rec: &mut PageRecord, extras: &mut Extras) {
+    if let Some(len) = resp.content_length() {
+        if len > READ_OTHER_UP_TO {
+            rec.size = Some(len);
+            return;
+        }
+    }
+    loop {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => {
+                if let Some(body) = &mut extras.body {
+                    body.extend_from_slice(&chunk);
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                fail(rec, e.kind(), e.to_string());
+                break;
+            }
+        }
+    }
+    if let Err(e) = resp.probe_past_cap().await {
+        fail(rec, e.kind(), e.to_string());
+    }
+    rec.size = Some(resp.bytes_read());
+    rec.truncated = resp.truncated();
+}
+
+/// Mark `rec` failed with an error class and message.
+pub fn fail(rec: &mut PageRecord, kind: &'static str, message: String) {
+    rec.failed = true;
+    rec.error_kind = Some(kind);
+    rec.error = Some(message);
+}
+
+/// HTML and XHTML media types: the only ones trawl parses.
+fn is_html(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    essence.eq_ignore_ascii_case("text/html")
+        || essence.eq_ignore_ascii_case("application/xhtml+xml")
+}
+
+/// The `charset` parameter of a Content-Type.
+fn charset_of(content_type: &str) -> Option<&str> {
+    content_type.split(';').skip(1).find_map(|p| {
+        let (k, v) = p.split_once('=')?;
+        k.trim()
+            .eq_ignore_ascii_case("charset")
+            .then(|| v.trim().trim_matches('"'))
+    })
+}
+
+/// Directives of an `X-Robots-Tag` header that apply to us.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct RobotsTag {
+    nofollow: bool,
+    noindex: bool,
+}
+
+/// Read `X-Robots-Tag` values (joined with commas): directives apply to every crawler
+/// unless prefixed by a user agent (`otherbot: noindex`), in which case only to that one.
+fn robots_tag(value: Option<&str>, agent: &str) -> RobotsTag {
+    let mut tag = RobotsTag::default();
+    let mut applies = true;
+    for part in value.unwrap_or("").split(',') {
+        let mut part = part.trim();
+        if let Some((who, rest)) = part.split_once(':') {
+            let who = who.trim();
+            // "unavailable_after: <date>" is a directive, not an agent.
+            if !who.eq_ignore_ascii_case("unavailable_after") {
+                applies = who.eq_ignore_ascii_case(agent);
+                part = rest.trim();
+            }
+        }
+        if !applies {
+            continue;
+        }
+        for word in part.split_ascii_whitespace() {
+            if word.eq_ignore_ascii_case("nofollow") || word.eq_ignore_ascii_case("none") {
+                tag.nofollow = true;
+            }
+            if word.eq_ignore_ascii_case("noindex") || word.eq_ignore_ascii_case("none") {
+                tag.noindex = true;
+            }
+        }
+    }
+    tag
+}
+
+fn looks_like_html(first: &[u8]) -> bool {
+    let body = first.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(first);
+    let Some(start) = body.iter().position(|b| !b.is_ascii_whitespace()) else {
+        return false;
+    };
+    let head: Vec<u8> = body[start..]
+        .iter()
+        .take(14)
+        .map(u8::to_ascii_lowercase)
+        .collect();
+    head.starts_with(b"<!doctype html")
+        || head.starts_with(b"<html")
+        || head.starts_with(b"<head")
+        || head.starts_with(b"<body")
+        || head.starts_with(b"<!--")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_types() {
+        assert!(is_html("text/html; charset=utf-8"));
+        assert!(is_html("Application/XHTML+XML"));
+        assert!(!is_html("application/pdf"));
+        assert_eq!(
+            charset_of("text/html; Charset=\"Shift_JIS\""),
+            Some("Shift_JIS")
+        );
+        assert_eq!(charset_of("text/html"), None);
+        assert!(looks_like_html(b"\xEF\xBB\xBF  <!DOCTYPE HTML><p>"));
+        assert!(!looks_like_html(b"%PDF-1.4"));
+    }
+
+    #[test]
+    fn x_robots_tag() {
+        let t = |v: &str| robots_tag(Some(v), "trawl");
+        assert_eq!(
+            t("noindex"),
+            RobotsTag {
+                nofollow: false,
+                noindex: true
+            }
+        );
+        assert_eq!(
+            t("none"),
+            RobotsTag {
+                nofollow: true,
+                noindex: true
+            }
+        );
+        assert_eq!(t("otherbot: nofollow"), RobotsTag::default());
+        assert_eq!(
+            t("otherbot: noindex, trawl: nofollow"),
+            RobotsTag {
+                nofollow: true,
+                noindex: false
+            }
+        );
+        assert!(t("unavailable_after: 25 Jun 2010 15:00:00 PST, nofollow").nofollow);
+        assert_eq!(robots_tag(None, "trawl"), RobotsTag::default());
+    }
+}

@@ -1,0 +1,421 @@
+//! Distributed crawls: real trawl processes sharing one crawl through a real redis-server
+//! (and a real three-master cluster) on loopback ports. Every crawl is copied back into
+//! SQLite with `trawl export --to` and compared with what the site generator knows and
+//! with the server's access log.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use support::check::{assert_fetched_once, assert_matches};
+use support::redis::{RedisCluster, RedisServer};
+use support::{db, Expected, Site, SiteServer, SiteSpec};
+use tokio::process::{Child, Command};
+
+fn trawl() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_trawl"))
+}
+
+/// `trawl crawl [SEED] --store STORE --crawl-id ID ARGS...` as a child process.
+fn crawler(seeds: &[String], store: &str, id: &str, args: &[&str]) -> Child {
+    trawl()
+        .arg("crawl")
+        .args(seeds)
+        .args(["--store", store, "--crawl-id", id, "--no-progress"])
+        .args(args)
+        .env("TRAWL_LOG", "trawl=warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("starting trawl")
+}
+
+/// Wait for a crawler to exit 0; returns the pages it fetched (from its summary line).
+async fn finish(child: Child) -> u64 {
+    let out = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
+        .await
+        .expect("the crawler ends")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "crawler failed ({:?}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("crawl finished:"))
+        .unwrap_or_else(|| panic!("no summary in {stdout}"));
+    line.split_whitespace().nth(2).unwrap().parse().unwrap()
+}
+
+/// `trawl export --store STORE --crawl-id ID --to FILE`, then read the file back.
+async fn copy_back(store: &str, id: &str, dir: &Path) -> db::Crawled {
+    let path = dir.join(format!("{id}.db"));
+    let out = trawl()
+        .args(["export", "--store", store, "--crawl-id", id, "--to"])
+        .arg(&path)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "export --to failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    db::read(&path)
+}
+
+/// Pages stored so far in the crawl `id` on one host (through the real key layout).
+fn stored_pages(server: &RedisServer, id: &str, host: &str) -> u64 {
+    server
+        .cli(&["hlen", &format!("trawl:{{{id}/{host}}}:pages")])
+        .trim()
+        .parse()
+        .unwrap_or(0)
+}
+
+/// Wait until the crawl `id` has stored `at` pages of `host`.
+async fn wait_stored(redis: &RedisServer, id: &str, host: &str, at: u64) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while stored_pages(redis, id, host) < at {
+        assert!(Instant::now() < deadline, "no progress to {at} pages");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The site's host key (`127.0.0.1:PORT`) and start URL.
+fn host_and_seed(server: &SiteServer) -> (String, String) {
+    (
+        server.base().trim_start_matches("http://").to_owned(),
+        format!("{}/", server.base()),
+    )
+}
+
+/// Check a finished crawl copied back from Redis.
+async fn assert_copied(store: &str, id: &str, expected: &Expected) {
+    let dir = tempfile::tempdir().unwrap();
+    let got = copy_back(store, id, dir.path()).await;
+    assert_matches(expected, &got, false);
+    assert!(got.finished, "{id}: marked finished");
+}
+
+fn site(seed: u64, pages: usize, latency_ms: u64) -> Site {
+    Site::generate(&SiteSpec {
+        seed,
+        pages,
+        links_per_page: 5,
+        latency: Duration::from_millis(latency_ms),
+        extras: true,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_two_and_four_processes_store_what_a_sqlite_crawl_stores() {
+    let redis = RedisServer::start();
+    let server = SiteServer::start(site(7, 80, 15)).await;
+    let expected = server.expected();
+    let dir = tempfile::tempdir().unwrap();
+    let seed = format!("{}/", server.base());
+
+    // The same site crawled locally: the reference.
+    let local = dir.path().join("local.db");
+    support::run::crawl(
+        trawl::Crawler::builder()
+            .db(&local)
+            .seed(&seed)
+            .concurrency(4),
+    )
+    .await;
+    let local = db::read(&local);
+    assert_matches(&expected, &local, false);
+
+    for n in [1usize, 2, 4] {
+        server.clear_log();
+        let id = format!("procs{n}");
+        let children: Vec<Child> = (0..n)
+            .map(|_| {
+                crawler(
+                    std::slice::from_ref(&seed),
+                    &redis.url(),
+                    &id,
+                    &["--concurrency", "2"],
+                )
+            })
+            .collect();
+        let mut per_process = Vec::new();
+        for c in children {
+            per_process.push(finish(c).await);
+        }
+        let got = copy_back(&redis.url(), &id, dir.path()).await;
+        assert_matches(&expected, &got, false);
+        assert!(got.finished, "{n} processes: the crawl is marked finished");
+        // The same pages and edges as the local crawl, and every page fetched once
+        // across the processes.
+        let pages = |c: &db::Crawled| -> BTreeMap<String, Option<u16>> {
+            c.fetched.iter().map(|(k, v)| (k.clone(), v.0)).collect()
+        };
+        assert_eq!(pages(&got), pages(&local), "{n} processes: pages");
+        assert_eq!(got.edges, local.edges, "{n} processes: edges");
+        assert_fetched_once(&server, &expected);
+        assert_eq!(
+            per_process.iter().sum::<u64>() as usize,
+            expected.fetched.len(),
+            "{n} processes: fetches {per_process:?}"
+        );
+        if n > 1 {
+            let working = per_process.iter().filter(|&&p| p > 0).count();
+            assert!(
+                working >= 2,
+                "{n} processes shared the work: {per_process:?}"
+            );
+        }
+    }
+
+    // `trawl status` reads a Redis crawl from anywhere.
+    let out = trawl()
+        .args([
+            "status",
+            "--store",
+            &redis.url(),
+            "--crawl-id",
+            "procs4",
+            "--format",
+            "json",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success());
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["state"], "finished");
+    assert_eq!(
+        status["counts"]["stored"].as_u64().unwrap() as usize,
+        expected.fetched.len()
+    );
+    assert_eq!(status["counts"]["queued"], 0);
+    assert_eq!(status["counts"]["leased"], 0);
+
+    // And a report, through the temporary copy.
+    let out = trawl()
+        .args([
+            "report",
+            "--store",
+            &redis.url(),
+            "--crawl-id",
+            "procs2",
+            "summary",
+            "--format",
+            "json",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_host_limit_holds_across_four_processes() {
+    let redis = RedisServer::start();
+    let server = SiteServer::start(site(11, 60, 40)).await;
+    let expected = server.expected();
+    let seed = format!("{}/", server.base());
+    let children: Vec<Child> = (0..4)
+        .map(|_| {
+            crawler(
+                std::slice::from_ref(&seed),
+                &redis.url(),
+                "polite",
+                &["--concurrency", "4", "--per-host", "2"],
+            )
+        })
+        .collect();
+    for c in children {
+        finish(c).await;
+    }
+    assert_eq!(
+        server.max_concurrent(),
+        2,
+        "never more than --per-host requests at once, from all processes together"
+    );
+    assert_copied(&redis.url(), "polite", &expected).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_processes_lose_nothing_and_store_nothing_twice() {
+    let redis = RedisServer::start();
+    let server = SiteServer::start(site(23, 400, 8)).await;
+    let expected = server.expected();
+    let total = expected.fetched.len() as u64;
+    let (host, seed) = host_and_seed(&server);
+    let args = ["--concurrency", "3", "--lease", "1s"];
+    let mut running: Vec<Child> = (0..3)
+        .map(|_| crawler(std::slice::from_ref(&seed), &redis.url(), "kills", &args))
+        .collect();
+    // Kill one process at spread-out moments, starting a fresh one each time.
+    let mut state = 99u64;
+    let mut kills = 0;
+    for step in 1..=5u64 {
+        wait_stored(&redis, "kills", &host, total * step / 7).await;
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+        let victim = (state >> 33) as usize % running.len();
+        let mut child = running.swap_remove(victim);
+        child.start_kill().unwrap(); // SIGKILL: no goodbye, its leases stay behind
+        child.wait().await.unwrap();
+        kills += 1;
+        running.push(crawler(&[], &redis.url(), "kills", &args));
+    }
+    for c in running {
+        finish(c).await;
+    }
+    assert_copied(&redis.url(), "kills", &expected).await;
+    // Pages fetched again because their process died: at most what the dead held.
+    let counts = server.hit_counts();
+    let repeated: usize = expected
+        .fetched
+        .keys()
+        .map(|k| {
+            counts
+                .get(k.strip_prefix(&server.base()).unwrap())
+                .copied()
+                .unwrap_or(0)
+        })
+        .map(|n| n.saturating_sub(1))
+        .sum();
+    assert!(
+        repeated <= kills * 3,
+        "{repeated} repeated fetches after {kills} kills"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_restart_mid_crawl_pauses_the_processes_and_loses_nothing() {
+    let mut redis = RedisServer::start();
+    let server = SiteServer::start(site(31, 300, 10)).await;
+    let expected = server.expected();
+    let (host, seed) = host_and_seed(&server);
+    let args = ["--concurrency", "3"];
+    let children: Vec<Child> = (0..2)
+        .map(|_| crawler(std::slice::from_ref(&seed), &redis.url(), "restart", &args))
+        .collect();
+    wait_stored(&redis, "restart", &host, 40).await;
+    redis.kill();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    redis.start_again();
+    for c in children {
+        finish(c).await;
+    }
+    assert_copied(&redis.url(), "restart", &expected).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_waits_for_redis_to_come_up() {
+    let mut redis = RedisServer::not_started();
+    let server = SiteServer::start(site(5, 30, 0)).await;
+    let expected = server.expected();
+    let seed = format!("{}/", server.base());
+    let child = crawler(&[seed], &redis.url(), "late", &[]);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    redis.start_again();
+    finish(child).await;
+    assert_copied(&redis.url(), "late", &expected).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crawl_spreads_over_a_three_master_cluster() {
+    let cluster = RedisCluster::start();
+    // Three sites: three hosts, so three hash tags, so (very likely) more than one node.
+    let servers = [
+        SiteServer::start(site(41, 40, 5)).await,
+        SiteServer::start(site(42, 40, 5)).await,
+        SiteServer::start(site(43, 40, 5)).await,
+    ];
+    let mut expected = Expected {
+        fetched: BTreeMap::new(),
+        skipped: Default::default(),
+        edges: BTreeMap::new(),
+    };
+    for s in &servers {
+        let e = s.expected();
+        expected.fetched.extend(e.fetched);
+        expected.skipped.extend(e.skipped);
+        for (k, n) in e.edges {
+            *expected.edges.entry(k).or_default() += n;
+        }
+    }
+    let seeds: Vec<String> = servers.iter().map(|s| format!("{}/", s.base())).collect();
+    let children: Vec<Child> = (0..2)
+        .map(|_| crawler(&seeds, &cluster.url(), "clustered", &["--concurrency", "4"]))
+        .collect();
+    for c in children {
+        finish(c).await;
+    }
+    assert_copied(&cluster.url(), "clustered", &expected).await;
+    let used = cluster
+        .nodes
+        .iter()
+        .filter(|n| n.cli(&["dbsize"]).trim().parse::<u64>().unwrap_or(0) > 0)
+        .count();
+    assert!(
+        used >= 2,
+        "the crawl's keys spread over the cluster's nodes"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_redis_input_is_refused_with_a_clear_message() {
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let dir = tempfile::tempdir().unwrap();
+    let existing = dir.path().join("taken.db");
+    std::fs::write(&existing, b"keep me").unwrap();
+    let existing_s = existing.display().to_string();
+    let seed = "http://127.0.0.1:9/";
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["crawl", seed, "--store", "mysql://x", "--crawl-id", "a"],
+            "redis://HOST:PORT",
+        ),
+        (vec!["crawl", seed, "--store", &url], "--crawl-id"),
+        (
+            vec!["crawl", "--store", &url, "--crawl-id", "bad{id"],
+            "crawl id",
+        ),
+        (
+            vec!["crawl", "--store", &url, "--crawl-id", "nothing-here"],
+            "give at least one seed",
+        ),
+        (
+            vec![
+                "export",
+                "--store",
+                &url,
+                "--crawl-id",
+                "x",
+                "--to",
+                &existing_s,
+            ],
+            "already exists",
+        ),
+        (
+            vec!["status", "--store", &url, "--crawl-id", "nothing-here"],
+            "no crawl",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = trawl().args(&args).output().await.unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?} should say {says:?}: {err}");
+    }
+    assert_eq!(std::fs::read(&existing).unwrap(), b"keep me");
+}
