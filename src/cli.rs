@@ -233,6 +233,10 @@ pub struct CrawlOptions {
     /// URLs go back to the crawl after this [default: 30s].
     #[arg(long, value_name = "DURATION")]
     pub lease: Option<String>,
+    /// Write every request and response to this WARC file, e.g. site.warc.gz (appended to
+    /// when it exists; "" for none).
+    #[arg(long, value_name = "FILE")]
+    pub warc: Option<PathBuf>,
 }
 
 /// How a crawl reports.
@@ -448,6 +452,18 @@ impl CrawlOptions {
                 t.insert(k.into(), toml::Value::String(v.clone()));
             }
         }
+        if let Some(path) = &self.warc {
+            // Stored absolute, so resuming from another directory appends to the same file.
+            let path = if path.as_os_str().is_empty() {
+                PathBuf::new()
+            } else {
+                std::path::absolute(path).unwrap_or_else(|_| path.clone())
+            };
+            t.insert(
+                "warc".into(),
+                toml::Value::String(path.to_string_lossy().into_owned()),
+            );
+        }
         if self.no_cookies {
             t.insert("cookies".into(), toml::Value::Boolean(false));
         }
@@ -523,11 +539,17 @@ mod tests {
             proxy_cooldown: Some("1m".into()),
             metrics_addr: Some("127.0.0.1:9898".into()),
             ca_certs: vec!["ca.pem".into()],
+            warc: Some("site.warc.gz".into()),
         };
         let patch = opts.to_patch();
         let config = trawl::CrawlConfig::layered(None, &[("flags", &patch)]).unwrap();
         assert_eq!(config.max_pages, 6);
         assert_eq!(config.scope, trawl::ScopeMode::Domain);
+        let warc = config.warc.expect("--warc is the warc key");
+        assert!(
+            warc.is_absolute() && warc.ends_with("site.warc.gz"),
+            "{warc:?}"
+        );
         let all = toml::Value::try_from(trawl::CrawlConfig::default()).unwrap();
         assert_eq!(
             patch.len(),

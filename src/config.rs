@@ -221,6 +221,31 @@ pub struct CrawlConfig {
     /// this long.
     #[serde(with = "humantime_serde")]
     pub lease: Duration,
+    /// Write every HTTP request and response to this WARC file (`.warc.gz`, one gzip
+    /// member per record), appending when it exists; `None` (`""` in TOML) for none.
+    #[serde(with = "optional_path")]
+    pub warc: Option<PathBuf>,
+}
+
+/// An optional path that is `""` when absent, so the key always exists in TOML (which has
+/// no null) and a flag or file can turn it off again.
+mod optional_path {
+    use std::path::PathBuf;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(
+            &v.as_deref()
+                .map(|p| p.to_string_lossy())
+                .unwrap_or_default(),
+        )
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok((!s.is_empty()).then(|| PathBuf::from(s)))
+    }
 }
 
 /// A per-host request budget: `requests` per `window`.
@@ -377,6 +402,7 @@ impl Default for CrawlConfig {
             metrics_addr: String::new(),
             ca_certs: Vec::new(),
             lease: Duration::from_secs(30),
+            warc: None,
         }
     }
 }
@@ -588,6 +614,7 @@ mod tests {
         let stored = CrawlConfig {
             concurrency: 3,
             max_pages: 50,
+            warc: Some(PathBuf::from("/tmp/crawl.warc.gz")),
             ..CrawlConfig::default()
         };
         let text = stored.to_toml();
@@ -595,6 +622,10 @@ mod tests {
         assert_eq!(back, stored);
         let c = CrawlConfig::layered(Some(&back), &[("flags", &patch("max-pages = 70"))]).unwrap();
         assert_eq!((c.concurrency, c.max_pages), (3, 70));
+        assert_eq!(c.warc, stored.warc);
+        // An empty path turns WARC output off again.
+        let c = CrawlConfig::layered(Some(&back), &[("flags", &patch("warc = \"\""))]).unwrap();
+        assert_eq!(c.warc, None);
     }
 
     #[test]

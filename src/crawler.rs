@@ -29,6 +29,7 @@ use crate::stats::{RunCounts, Stats};
 use crate::store::{now_ms, OpenMode, Pending, SqliteStore, StoreWriter};
 use crate::traps::Traps;
 use crate::url_norm::{parse_seed, Scope, ScopeMode};
+use crate::warc::Warc;
 use crate::worker::{PageEvent, PageHook, Worker};
 use crate::Error;
 
@@ -249,6 +250,10 @@ impl CrawlerBuilder {
         lease: Duration => "lease", duration;
         /// Extra certificate authorities to trust, PEM files (`ca-certs`).
         ca_certs: Vec<PathBuf> => "ca-certs", |v: Vec<PathBuf>| toml::Value::Array(v.into_iter().map(|p| toml::Value::String(p.display().to_string())).collect());
+        /// Write every request and response to this WARC file, appending when it exists
+        /// (`warc`). A relative path is resolved against the current directory of each
+        /// run, so pass an absolute one to resume from anywhere.
+        warc: PathBuf => "warc", |v: PathBuf| toml::Value::String(v.to_string_lossy().into_owned());
     }
 
     /// Open the store and settle seeds and configuration. Nothing is fetched yet.
@@ -272,6 +277,9 @@ impl CrawlerBuilder {
         // passes over a stored configuration.
         let given = CrawlConfig::layered(None, &patch_refs)?;
         Scope::new(&seeds, given.scope, &given.include, &given.exclude)?;
+        if let Some(path) = &given.warc {
+            crate::warc::check_path(path, &db)?;
+        }
         if seeds.is_empty() && !db.exists() {
             return Err(Error::NoSeeds {
                 db: db.display().to_string(),
@@ -314,13 +322,27 @@ impl CrawlerBuilder {
                 all_seeds.push(s);
             }
         }
+        let scope = Scope::new(&all_seeds, config.scope, &config.include, &config.exclude)?;
+        let mut fetcher = Fetcher::new(&config)?;
+        // Opened before the configuration is stored, so a WARC path that fails is not
+        // kept for the next resume. A finished crawl leaves the file alone.
+        let warc = match (&config.warc, status) {
+            (Some(path), Start::New | Start::Resume) => {
+                crate::warc::check_path(path, &db)?;
+                let info = warc_info(&config, &db, status == Start::Resume);
+                // Room for every fetch under way (workers and host preparation) plus a
+                // backlog; past it fetches wait for the writer.
+                let warc = Warc::open(path, &info, 2 * config.concurrency + 16)?;
+                fetcher = fetcher.with_warc(warc.sink());
+                Some(warc)
+            }
+            _ => None,
+        };
         // A finished crawl is reported, not touched.
         if status != Start::Finished {
             let seed_strings: Vec<String> = all_seeds.iter().map(|u| u.to_string()).collect();
             store.write_crawl(&seed_strings, &config.to_toml())?;
         }
-        let scope = Scope::new(&all_seeds, config.scope, &config.include, &config.exclude)?;
-        let fetcher = Fetcher::new(&config)?;
         Ok(Crawler {
             store,
             config,
@@ -332,8 +354,46 @@ impl CrawlerBuilder {
             filter: self.filter,
             events: None,
             progress: Progress::new(),
+            warc,
         })
     }
+}
+
+/// The `warcinfo` fields of a run: what wrote the file, how, and for which crawl.
+fn warc_info(
+    config: &CrawlConfig,
+    db: &std::path::Path,
+    resumed: bool,
+) -> Vec<(&'static str, String)> {
+    vec![
+        ("software", format!("trawl/{}", env!("CARGO_PKG_VERSION"))),
+        ("format", "WARC File Format 1.1".into()),
+        (
+            "conformsTo",
+            "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"
+                .into(),
+        ),
+        ("http-header-user-agent", config.user_agent.clone()),
+        (
+            "robots",
+            if config.ignore_robots {
+                "ignore"
+            } else {
+                "obey"
+            }
+            .into(),
+        ),
+        ("isPartOf", db.display().to_string()),
+        (
+            "description",
+            if resumed {
+                "a resumed trawl crawl: records of this run follow"
+            } else {
+                "a trawl crawl: records of this run follow"
+            }
+            .into(),
+        ),
+    ]
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -355,6 +415,7 @@ pub struct Crawler {
     filter: Option<LinkFilter>,
     events: Option<EventSink>,
     progress: Progress,
+    warc: Option<Warc>,
 }
 
 /// How a run ended.
@@ -473,6 +534,7 @@ impl Crawler {
             filter,
             events,
             progress,
+            warc,
         } = self;
         if start == Start::Finished {
             return Ok(Summary {
@@ -557,7 +619,11 @@ impl Crawler {
             "crawl starting"
         );
 
-        let (writer_thread, writer) = StoreWriter::spawn(store, pending.clone());
+        let (writer_thread, writer) = StoreWriter::spawn_with_barrier(
+            store,
+            pending.clone(),
+            warc.as_ref().map(Warc::barrier),
+        );
         for seed in &seeds {
             gate.admit_seed(seed.clone());
         }
@@ -652,6 +718,17 @@ impl Crawler {
         let store = tokio::task::spawn_blocking(move || writer_thread.join())
             .await
             .map_err(|e| Error::Internal(format!("store writer panicked: {e}")))??;
+        // Records of fetches that committed nothing (robots.txt, an abandoned page) are
+        // written too before the run reports.
+        if let Some(w) = warc {
+            if let Err(e) = tokio::task::spawn_blocking(move || w.finish())
+                .await
+                .map_err(|e| Error::Internal(format!("WARC writer panicked: {e}")))?
+            {
+                let _ = store.mark_running(false);
+                return Err(e.into());
+            }
+        }
         if let Some(e) = dispatch_error {
             let _ = store.mark_running(false);
             return Err(e);

@@ -5,6 +5,7 @@ use crate::config::ConfigError;
 use crate::fetch::FetchError;
 use crate::store::StoreError;
 use crate::url_norm::UrlError;
+use crate::warc::WarcError;
 
 /// Everything that can stop a crawl from starting or finishing.
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +22,9 @@ pub enum Error {
     /// The HTTP client could not be built.
     #[error(transparent)]
     Fetch(#[from] FetchError),
+    /// The WARC file is unusable, or could not be written.
+    #[error(transparent)]
+    Warc(#[from] WarcError),
     /// The metrics endpoint could not start.
     #[error(transparent)]
     Metrics(#[from] crate::metrics::MetricsError),
@@ -49,8 +53,13 @@ impl Error {
             Error::Url(_) | Error::Config(_) | Error::NoDb | Error::NoSeeds { .. } => true,
             Error::Store(e) => !matches!(
                 e,
-                StoreError::DiskFull { .. } | StoreError::WriterGone | StoreError::Sqlite { .. }
+                StoreError::DiskFull { .. }
+                    | StoreError::WriterGone
+                    | StoreError::Sqlite { .. }
+                    | StoreError::Warc(_)
             ),
+            // Writing failed mid-crawl; every other WARC error is about the path given.
+            Error::Warc(e) => !matches!(e, WarcError::Write { .. }),
             Error::Fetch(_) | Error::Metrics(_) => true,
             Error::Distributed(e) => e.is_usage(),
             Error::Internal(_) => false,

@@ -4,10 +4,15 @@
 //! Redirects are not followed here: trawl follows them itself, hop by hop, so that every
 //! hop is a stored URL and a `redirect` edge, and so that a loop is seen and reported.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use bytes::Bytes;
-use reqwest::header::{HeaderMap, CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
+use reqwest::cookie::CookieStore;
+use reqwest::header::{
+    HeaderMap, HeaderValue, ACCEPT, ACCEPT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, COOKIE,
+    LOCATION, USER_AGENT,
+};
 use reqwest::{Client, StatusCode};
 use url::Url;
 
@@ -15,6 +20,11 @@ use std::sync::Arc;
 
 use crate::config::CrawlConfig;
 use crate::proxy::Pool;
+use crate::warc::{Capture, WarcSink};
+
+/// Redirect bodies read ahead for a WARC record at most: trawl itself never reads them,
+/// and a redirect page is small (a body over this is recorded as truncated).
+const REDIRECT_BODY: u64 = 64 << 10;
 
 /// Why a fetch failed; [`FetchError::kind`] is what `urls.error_kind` records.
 #[derive(Debug, thiserror::Error)]
@@ -107,6 +117,19 @@ pub struct Fetcher {
     routes: Arc<Vec<Client>>,
     pool: Arc<Pool>,
     max_body: u64,
+    shape: Arc<RequestShape>,
+    warc: Option<WarcSink>,
+}
+
+/// What a WARC request record needs to know of every request.
+#[derive(Debug)]
+struct RequestShape {
+    /// The headers every request carries (what reqwest adds from the client's settings),
+    /// to reconstruct the request head: reqwest does not hand out the head it sent.
+    sent: HeaderMap,
+    jar: Option<Arc<reqwest::cookie::Jar>>,
+    /// No proxy: the peer address is the server's.
+    direct: bool,
 }
 
 /// A response whose body has not been read yet.
@@ -114,6 +137,11 @@ pub struct Response {
     inner: reqwest::Response,
     max_body: u64,
     read: u64,
+    /// The exchange being recorded for WARC output, if any; it is handed to the WARC
+    /// writer when the response is dropped.
+    capture: Option<Capture>,
+    /// Body read ahead (a redirect's, for its record), handed out before the rest.
+    ahead: VecDeque<Result<Option<Bytes>, FetchError>>,
 }
 
 impl Fetcher {
@@ -184,15 +212,54 @@ impl Fetcher {
             config.proxy_max_failures,
             config.proxy_cooldown,
         );
+        // What reqwest sends besides Host and cookies: its `Accept` default, the
+        // configured headers over it, the User-Agent over those, and the encodings its
+        // decoders accept unless a configured header names others.
+        let mut sent = HeaderMap::new();
+        sent.insert(ACCEPT, HeaderValue::from_static("*/*"));
+        for (name, value) in &headers {
+            sent.insert(name, value.clone());
+        }
+        if let Ok(ua) = HeaderValue::from_str(&config.user_agent) {
+            sent.insert(USER_AGENT, ua);
+        }
+        if !sent.contains_key(ACCEPT_ENCODING) {
+            sent.insert(
+                ACCEPT_ENCODING,
+                HeaderValue::from_static("zstd,gzip,deflate,br"),
+            );
+        }
         Ok(Fetcher {
             routes: Arc::new(routes),
             pool: Arc::new(pool),
             max_body: config.max_body.0,
+            shape: Arc::new(RequestShape {
+                sent,
+                jar: config.cookies.then_some(jar),
+                direct: config.proxies.is_empty(),
+            }),
+            warc: None,
         })
+    }
+
+    /// Record every exchange of this fetcher (and its clones made after) in a WARC file.
+    pub fn with_warc(mut self, sink: WarcSink) -> Fetcher {
+        self.warc = Some(sink);
+        self
     }
 
     /// Send a GET for `url` and wait for the response head.
     pub async fn get(&self, url: &Url) -> Result<Response, FetchError> {
+        let mut capture = match &self.warc {
+            Some(sink) => {
+                let mut head = self.shape.sent.clone();
+                if let Some(cookies) = self.shape.jar.as_ref().and_then(|j| j.cookies(url)) {
+                    head.insert(COOKIE, cookies);
+                }
+                Some(sink.begin(url, head).await)
+            }
+            None => None,
+        };
         let route = self.pool.pick(url.host_str().unwrap_or(""));
         let sent = self.routes[route].get(url.clone()).send().await;
         // Only a failure to connect says anything about the route (with a proxy, the
@@ -200,11 +267,20 @@ impl Fetcher {
         self.pool
             .report(route, !matches!(&sent, Err(e) if e.is_connect()));
         let inner = sent.map_err(FetchError::from_reqwest)?;
-        Ok(Response {
+        if let Some(c) = &mut capture {
+            c.response(&inner, self.shape.direct, self.max_body);
+        }
+        let mut resp = Response {
             inner,
             max_body: self.max_body,
             read: 0,
-        })
+            capture,
+            ahead: VecDeque::new(),
+        };
+        if resp.capture.is_some() && resp.status().is_redirection() {
+            resp.read_ahead(REDIRECT_BODY.min(self.max_body)).await;
+        }
+        Ok(resp)
     }
 }
 
@@ -226,13 +302,7 @@ impl Response {
 
     /// `Content-Length` as announced (before any decompression).
     pub fn content_length(&self) -> Option<u64> {
-        self.headers()
-            .get(CONTENT_LENGTH)?
-            .to_str()
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
+        declared_length(self.headers())
     }
 
     /// `Location`, if present and readable.
@@ -247,7 +317,7 @@ impl Response {
         if self.read >= self.max_body {
             return Ok(None);
         }
-        let Some(mut chunk) = self.inner.chunk().await.map_err(FetchError::from_reqwest)? else {
+        let Some(mut chunk) = self.next_raw().await? else {
             return Ok(None);
         };
         let room = self.max_body - self.read;
@@ -276,12 +346,63 @@ impl Response {
     /// more than one further chunk).
     pub async fn probe_past_cap(&mut self) -> Result<(), FetchError> {
         if self.read == self.max_body {
-            if let Some(c) = self.inner.chunk().await.map_err(FetchError::from_reqwest)? {
+            if let Some(c) = self.next_raw().await? {
                 if !c.is_empty() {
                     self.read = self.max_body + 1;
                 }
             }
         }
         Ok(())
+    }
+}
+
+/// The `Content-Length` of `headers`, when present and a number.
+pub(crate) fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+impl Response {
+    /// The next chunk as the server sent it (decoded), read ahead or not.
+    async fn next_raw(&mut self) -> Result<Option<Bytes>, FetchError> {
+        match self.ahead.pop_front() {
+            Some(early) => early,
+            None => self.pull().await,
+        }
+    }
+
+    /// Read the next chunk off the connection, recording it for WARC output.
+    async fn pull(&mut self) -> Result<Option<Bytes>, FetchError> {
+        let got = self.inner.chunk().await.map_err(FetchError::from_reqwest);
+        if let Some(c) = &mut self.capture {
+            match &got {
+                Ok(Some(bytes)) => c.body(bytes),
+                Ok(None) => c.ended(),
+                Err(e) => c.failed(matches!(e, FetchError::Timeout(_))),
+            }
+        }
+        got
+    }
+
+    /// Read up to `limit` bytes of body now, so the WARC record holds a body that trawl
+    /// itself would not read (a redirect's). Whoever reads the body later still gets it.
+    async fn read_ahead(&mut self, limit: u64) {
+        let mut got = 0u64;
+        while got < limit {
+            let next = self.pull().await;
+            let last = !matches!(next, Ok(Some(_)));
+            if let Ok(Some(b)) = &next {
+                got += b.len() as u64;
+            }
+            self.ahead.push_back(next);
+            if last {
+                break;
+            }
+        }
     }
 }

@@ -51,6 +51,7 @@
 //! - [`failpoint`]: crash points for tests (`TRAWL_FAILPOINT`).
 //! - [`metrics`]: the counters in Prometheus text format, served while a crawl runs.
 //! - [`status`]: where a crawl stands (running, counts, rate), read from its file.
+//! - [`warc`]: every HTTP exchange as WARC records (`--warc`), written by one thread.
 //! - [`traps`]: URL shapes that never end (limits on length, depth of path, repeats) and session IDs.
 
 #![warn(missing_docs)]
@@ -83,6 +84,7 @@ pub mod store;
 pub mod traps;
 pub mod url_norm;
 pub mod visited;
+pub mod warc;
 pub mod worker;
 
 pub use config::{ByteSize, CrawlConfig, RateLimit};

@@ -9,8 +9,9 @@ mod support;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
+use support::run::trawl_output as trawl;
 use support::{Expected, SiteServer};
 
 /// A finished crawl of the small test site in a temporary directory.
@@ -29,16 +30,6 @@ async fn crawl() -> Crawled {
         server,
         expected,
     }
-}
-
-fn trawl(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_trawl"))
-        .current_dir(dir)
-        .env_remove("TRAWL_LOG")
-        .stdin(Stdio::null())
-        .args(args)
-        .output()
-        .expect("run trawl")
 }
 
 /// `trawl export --db site.db ARGS`, which must succeed quietly; its stdout.

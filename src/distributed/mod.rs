@@ -156,6 +156,11 @@ impl CrawlerBuilder {
             patches.iter().map(|(o, p)| (o.as_str(), p)).collect();
         let given = CrawlConfig::layered(None, &refs)?;
         Scope::new(&seeds, given.scope, &given.include, &given.exclude)?;
+        // The records of a page must be written before its result counts (see `warc`),
+        // which only the SQLite store writer waits for.
+        if given.warc.is_some() {
+            return Err(crate::warc::WarcError::Distributed.into());
+        }
 
         let cancel = tokio_util::sync::CancellationToken::new();
         let redis = conn::Redis::connect(&url, cancel.clone()).await?;

@@ -124,6 +124,8 @@ impl Preparer {
         while let Ok(Some(chunk)) = resp.chunk().await {
             body.extend_from_slice(&chunk);
         }
+        // Hands its WARC capture over before the record below is sent to the store.
+        drop(resp);
         let parsed = match sitemap::parse(&body, sitemap::MAX_BYTES) {
             Ok(s) => s,
             Err(SitemapError::TooManyUrls(first)) => {

@@ -127,6 +127,9 @@ pub enum StoreError {
         /// SQLite's error.
         source: rusqlite::Error,
     },
+    /// The WARC records of a page could not be written, so its result was not committed.
+    #[error(transparent)]
+    Warc(#[from] crate::warc::WarcError),
     /// The writer thread is gone (it stopped on an earlier error).
     #[error("the store writer has stopped")]
     WriterGone,

@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 use rusqlite::{params, Transaction};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::warc::CommitBarrier;
+
 use super::{
     now_ms, sqlite::classify, HostId, PageRecord, Pending, PendingRows, Refilled, SqliteStore,
     StoreError, UrlState,
@@ -52,10 +54,20 @@ pub struct StoreWriter {
 impl StoreWriter {
     /// Start the writer thread on `store`.
     pub fn spawn(store: SqliteStore, pending: Arc<Pending>) -> (StoreWriter, WriterHandle) {
+        StoreWriter::spawn_with_barrier(store, pending, None)
+    }
+
+    /// Start the writer thread on `store`; before each commit it waits on `barrier` (the
+    /// WARC records of the pages it commits are written first).
+    pub fn spawn_with_barrier(
+        store: SqliteStore,
+        pending: Arc<Pending>,
+        barrier: Option<CommitBarrier>,
+    ) -> (StoreWriter, WriterHandle) {
         let (tx, rx) = mpsc::channel(QUEUE);
         let thread = std::thread::Builder::new()
             .name("trawl-store".into())
-            .spawn(move || run(store, rx, &pending))
+            .spawn(move || run(store, rx, &pending, barrier.as_ref()))
             .expect("spawning the store thread");
         (StoreWriter { thread }, WriterHandle { tx })
     }
@@ -106,6 +118,7 @@ fn run(
     mut store: SqliteStore,
     mut rx: mpsc::Receiver<WriteOp>,
     pending: &Pending,
+    barrier: Option<&CommitBarrier>,
 ) -> Result<SqliteStore, StoreError> {
     let path = store.path.display().to_string();
     let err = |e| classify(&path, e);
@@ -129,6 +142,11 @@ fn run(
         write_pending(&tx, pending).map_err(err)?;
         tx.execute("UPDATE crawl SET updated_at = ?1 WHERE id = 1", [now_ms()])
             .map_err(err)?;
+        // Every page in this transaction sent its WARC records before its message, so
+        // they are on disk before the page counts as done.
+        if let Some(b) = barrier {
+            b.wait()?;
+        }
         tx.commit().map_err(err)?;
         crate::failpoint::hit(crate::failpoint::Point::AfterCommit);
         for ack in acks {

@@ -131,3 +131,20 @@ pub fn integrity(path: &Path) -> Option<String> {
 pub fn read_partial(path: &Path) -> String {
     integrity(path).expect("the crawl created its file")
 }
+
+/// The rows of a two-column query on `path` (read-only), collected.
+pub fn pairs<A, B, C>(path: &Path, sql: &str) -> C
+where
+    A: rusqlite::types::FromSql,
+    B: rusqlite::types::FromSql,
+    C: FromIterator<(A, B)>,
+{
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let mut st = conn.prepare(sql).unwrap();
+    let rows = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<C, _>>()
+        .unwrap();
+    rows
+}

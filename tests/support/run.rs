@@ -71,3 +71,14 @@ pub async fn crawl_small_site() -> (
     assert_eq!(super::db::read(&db).edges, expected.edges);
     (server, dir, db, expected)
 }
+
+/// `trawl ARGS` run to its end in `dir`, with no input and no `TRAWL_LOG`.
+pub fn trawl_output(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
+        .current_dir(dir)
+        .env_remove("TRAWL_LOG")
+        .stdin(Stdio::null())
+        .args(args)
+        .output()
+        .expect("run trawl")
+}

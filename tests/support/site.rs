@@ -518,6 +518,14 @@ impl Site {
         (body, res.location.as_deref().map(|l| fill(l, base)))
     }
 
+    /// Status, body and Location served for `path_and_query` from `base`, as a client
+    /// receives them (placeholders filled).
+    pub fn served(&self, path_and_query: &str, base: &str) -> (u16, Bytes, Option<String>) {
+        let res = self.resource(path_and_query);
+        let (body, location) = Site::render(res, base);
+        (res.status, body, location)
+    }
+
     /// What a correct crawl of `base` + "/" (base like "http://127.0.0.1:41234", no trailing
     /// slash) must store.
     pub fn expected(&self, base: &str) -> Expected {
