@@ -116,11 +116,15 @@ pub fn read(path: &Path) -> Crawled {
 }
 
 /// `PRAGMA integrity_check` of the file ("ok" when sound), or None when there is no file.
+///
+/// Opened read-write (never created): after a kill the write-ahead log may need recovery,
+/// which a read-only connection refuses ("attempt to write a readonly database"); a
+/// resuming trawl recovers it the same way before reading.
 pub fn integrity(path: &Path) -> Option<String> {
     if !path.exists() {
         return None;
     }
-    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE).unwrap();
     Some(
         conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))
             .unwrap(),
