@@ -2,6 +2,8 @@
 //! while Redis is away: wait and try again, with backoff, until it answers or the crawl
 //! is stopped. Nothing is dropped: the caller keeps its work until the call succeeds.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
@@ -100,6 +102,8 @@ impl StoreUrl {
 pub struct Redis {
     conn: Conn,
     cancel: CancellationToken,
+    /// Commands sent (a script call or a pipeline's command counts one; retries too).
+    sent: Arc<AtomicU64>,
 }
 
 impl Redis {
@@ -134,7 +138,11 @@ impl Redis {
                     if warned {
                         tracing::warn!("Redis is reachable again");
                     }
-                    return Ok(Redis { conn, cancel });
+                    return Ok(Redis {
+                        conn,
+                        cancel,
+                        sent: Arc::new(AtomicU64::new(0)),
+                    });
                 }
                 Err(e) if !retryable(&e) => return Err(DistError::Redis(e)),
                 Err(e) => {
@@ -157,6 +165,11 @@ impl Redis {
         &self.cancel
     }
 
+    /// Commands sent so far by every clone of this connection.
+    pub fn sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
+    }
+
     /// Run `script` on `keys` (all in one slot) with `args`, trying again while Redis is
     /// away. A script must be safe to run twice: a reply lost in a disconnection is
     /// retried.
@@ -173,7 +186,7 @@ impl Redis {
         for a in args {
             inv.arg(*a);
         }
-        self.retrying(|mut conn| {
+        self.retrying(1, |mut conn| {
             let inv = &inv;
             async move { inv.invoke_async(&mut conn).await }
         })
@@ -182,23 +195,31 @@ impl Redis {
 
     /// Run one command, trying again while Redis is away.
     pub async fn cmd<T: FromRedisValue>(&self, cmd: &Cmd) -> Result<T, DistError> {
-        self.retrying(|mut conn| async move { cmd.query_async(&mut conn).await })
-            .await
+        self.retrying(
+            1,
+            |mut conn| async move { cmd.query_async(&mut conn).await },
+        )
+        .await
     }
 
     /// Run a pipeline (every key in one slot), trying again while Redis is away.
     pub async fn pipe<T: FromRedisValue>(&self, pipe: &redis::Pipeline) -> Result<T, DistError> {
-        self.retrying(|mut conn| async move { pipe.query_async(&mut conn).await })
-            .await
+        let n = pipe.cmd_iter().count() as u64;
+        self.retrying(
+            n,
+            |mut conn| async move { pipe.query_async(&mut conn).await },
+        )
+        .await
     }
 
     /// Like [`Redis::cmd`] but gives up at once: for reads where a stale answer is fine.
     pub async fn cmd_once<T: FromRedisValue>(&self, cmd: &Cmd) -> Result<T, DistError> {
         let mut conn = self.conn.clone();
+        self.sent.fetch_add(1, Ordering::Relaxed);
         cmd.query_async(&mut conn).await.map_err(DistError::Redis)
     }
 
-    async fn retrying<'a, T, F, Fut>(&'a self, call: F) -> Result<T, DistError>
+    async fn retrying<'a, T, F, Fut>(&'a self, commands: u64, call: F) -> Result<T, DistError>
     where
         F: Fn(Conn) -> Fut + 'a,
         Fut: std::future::Future<Output = Result<T, RedisError>> + 'a,
@@ -206,6 +227,7 @@ impl Redis {
         let mut wait = Duration::from_millis(50);
         let mut warned = false;
         loop {
+            self.sent.fetch_add(commands, Ordering::Relaxed);
             match call(self.conn.clone()).await {
                 Ok(v) => {
                     if warned {

@@ -371,6 +371,13 @@ impl RedisCrawl {
                 )
                 .await;
         }
+        let pages = progress.stats.pages();
+        tracing::info!(
+            redis_commands = redis.sent(),
+            pages,
+            per_page = format!("{:.1}", redis.sent() as f64 / pages.max(1) as f64),
+            "Redis commands sent by this process"
+        );
         let counts = super::status::count(&redis, &keys)
             .await
             .unwrap_or_default();
