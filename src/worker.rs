@@ -15,10 +15,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admit::Gate;
 use crate::events::{EventSink, Page};
-use crate::frontier::{Frontier, QueuedUrl};
+use crate::frontier::{Frontier, HostSlot, QueuedUrl};
 use crate::page::{fail, Extras, Outcome, Reader};
 use crate::stats::Stats;
-use crate::store::{now_ms, HostId, PageRecord, WriterHandle};
+use crate::store::{now_ms, PageRecord, WriterHandle};
 
 /// What a page hook sees: one fetched URL and its result.
 #[derive(Debug)]
@@ -80,23 +80,11 @@ enum Attempt {
     Retry(Instant),
 }
 
-/// Frees a host slot however the page ends.
-struct Slot<'a> {
-    frontier: &'a Frontier,
-    host: HostId,
-}
-
-impl Drop for Slot<'_> {
-    fn drop(&mut self) {
-        self.frontier.release(self.host);
-    }
-}
-
 impl Worker {
     /// Take pages from `rx` until it closes.
     pub async fn run(self: Arc<Self>, rx: async_channel::Receiver<QueuedUrl>) {
         while let Ok(mut item) = rx.recv().await {
-            let _slot = Slot {
+            let _slot = HostSlot {
                 frontier: &self.frontier,
                 host: item.host,
             };

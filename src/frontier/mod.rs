@@ -208,6 +208,21 @@ pub struct FrontierCounts {
     pub retrying: usize,
 }
 
+/// A host slot in use (a page fetch, a sitemap read), given back however the request
+/// ends.
+pub struct HostSlot<'a> {
+    /// The frontier the slot belongs to.
+    pub frontier: &'a Frontier,
+    /// The host.
+    pub host: HostId,
+}
+
+impl Drop for HostSlot<'_> {
+    fn drop(&mut self) {
+        self.frontier.release(self.host);
+    }
+}
+
 impl Frontier {
     /// An empty frontier allowing `per_host` URLs of one host in flight, their starts at
     /// least `interval` apart; `wake` is notified whenever something may have become
@@ -441,6 +456,22 @@ impl Frontier {
     }
 
     /// A fetch of `host` finished: free its slot.
+    /// Take one of `host`'s request slots for a request made outside the workers (a
+    /// sitemap read), so the per-host limit counts it too; false when none is free. Give
+    /// it back with [`Frontier::release`].
+    pub fn try_occupy(&self, host: HostId) -> bool {
+        let per_host = self.per_host;
+        let mut st = self.lock();
+        let h = st.host(host);
+        if h.in_flight >= per_host {
+            return false;
+        }
+        h.in_flight += 1;
+        st.in_flight += 1;
+        true
+    }
+
+    /// Give back a host slot.
     pub fn release(&self, host: HostId) {
         let mut st = self.lock();
         let h = st.host(host);

@@ -27,6 +27,8 @@ use crate::store::{now_ms, HostId, PageRecord, WriterHandle};
 
 /// Wait before reading an unavailable robots.txt again.
 const ROBOTS_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
+/// How often a sitemap read waiting for a host slot looks again.
+const SLOT_POLL: std::time::Duration = std::time::Duration::from_millis(5);
 /// Sitemap documents read per host at most (an index may list many).
 const MAX_SITEMAPS_PER_HOST: usize = 100;
 
@@ -98,6 +100,15 @@ impl Preparer {
             if self.gate.is_known(&url) && parent.is_none() {
                 continue;
             }
+            // A sitemap read is a request to the host like a page fetch: it waits for a
+            // free slot under the per-host limit, and keeps the host's spacing.
+            while !self.frontier.try_occupy(host) {
+                tokio::time::sleep(SLOT_POLL).await;
+            }
+            let _slot = super::HostSlot {
+                frontier: &self.frontier,
+                host,
+            };
             tokio::time::sleep_until(self.frontier.book(host).into()).await;
             if let Some(children) = self.read_sitemap(&url, parent).await {
                 todo.extend(children);
