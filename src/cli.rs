@@ -103,8 +103,9 @@ pub struct CrawlArgs {
     #[command(flatten)]
     pub source: Source,
 
-    /// Start a finished crawl again from its seeds, discarding its previous results.
-    #[arg(long)]
+    /// Start a finished crawl again from its seeds, discarding its previous results
+    /// (SQLite crawls; a Redis crawl starts again under a new --crawl-id).
+    #[arg(long, conflicts_with = "store")]
     pub recrawl: bool,
 
     /// Exit 1 when the crawl finishes (or was finished) with URLs that failed or answered

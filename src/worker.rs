@@ -136,6 +136,7 @@ impl Worker {
 
     async fn page(&self, item: &QueuedUrl) -> Attempt {
         let depth = self.gate.current_depth(&item.url, item.depth);
+        self.frontier.started(item.host);
         let read = self.reader.read(&item.url, depth, item.attempts).await;
         if let Some(at) = read.pause {
             self.frontier.pause(item.host, at);

@@ -398,6 +398,23 @@ impl Frontier {
         start
     }
 
+    /// A request to `host` starts now. A request that leaves later than it was booked for
+    /// (a busy worker, a loaded machine) pushes the host's next start out, so the spacing
+    /// holds between the requests themselves, not only in the schedule.
+    pub fn started(&self, host: HostId) {
+        let now = Instant::now();
+        let mut st = self.lock();
+        let h = st.host(host);
+        let interval = h.interval.max(self.interval);
+        if interval.is_zero() {
+            return;
+        }
+        let earliest = now + interval;
+        if h.next_at.is_none_or(|t| t < earliest) {
+            h.next_at = Some(earliest);
+        }
+    }
+
     /// Set a host's own spacing between requests (robots.txt Crawl-delay); the
     /// configuration's spacing still applies when longer.
     pub fn set_interval(&self, host: HostId, interval: Duration) {

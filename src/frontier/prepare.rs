@@ -110,6 +110,7 @@ impl Preparer {
                 host,
             };
             tokio::time::sleep_until(self.frontier.book(host).into()).await;
+            self.frontier.started(host);
             if let Some(children) = self.read_sitemap(&url, parent).await {
                 todo.extend(children);
             }
