@@ -51,6 +51,8 @@ pub struct Lease {
     pub admission: Admission,
     /// Attempts made before this one.
     pub tries: u32,
+    /// The host's spacing between requests when leased (zero: none).
+    pub interval: Duration,
 }
 
 /// What a take on one host gave.
@@ -287,6 +289,7 @@ impl Queue {
                 key,
                 admission,
                 tries: tries.parse().unwrap_or(0),
+                interval,
             });
         }
         Ok(Taken {
@@ -366,6 +369,23 @@ impl Queue {
         let _: i64 = self
             .redis
             .script(&scripts::RENEW, &[&k.leases], &args)
+            .await?;
+        Ok(())
+    }
+
+    /// A request of `lease` starts now: keep the host's spacing from this moment.
+    pub async fn started(&self, lease: &Lease) -> Result<(), DistError> {
+        if lease.interval.is_zero() {
+            return Ok(());
+        }
+        let k = self.keys.host(&lease.host);
+        let _: i64 = self
+            .redis
+            .script(
+                &scripts::STARTED,
+                &[&k.state],
+                &[&(lease.interval.as_millis() as u64).to_string()],
+            )
             .await?;
         Ok(())
     }

@@ -175,6 +175,19 @@ return until_ms"
     ))
 });
 
+/// A request to a host starts now: its next one may not start before now + interval
+/// (a lease that waited in a process before its fetch pushes the host's schedule out).
+/// KEYS: state. ARGV: interval ms.
+pub static STARTED: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{NOW}
+local earliest = now + tonumber(ARGV[1])
+local cur = tonumber(redis.call('HGET', KEYS[1], 'next_at') or '0')
+if earliest > cur then redis.call('HSET', KEYS[1], 'next_at', earliest) end
+return earliest"
+    ))
+});
+
 /// Work left on a host: queued + leased + waiting to retry. KEYS: queue, leases, retries.
 pub static LEFT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(

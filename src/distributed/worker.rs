@@ -167,6 +167,7 @@ impl Worker {
             self.queue.complete(lease, &page, None).await?;
             return Ok(());
         }
+        self.queue.started(lease).await?;
         let read = self.reader.read(&url, depth, lease.tries).await;
         if let Some(at) = read.pause {
             self.stats.record_pause();
