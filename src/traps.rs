@@ -84,8 +84,13 @@ fn contains_ignore_case(hay: &[u8], needle: &[u8]) -> bool {
 /// assert_eq!(key, "https://a.example/p?x=1&y=2");
 /// ```
 pub fn strip_session_ids(key: &mut String) -> bool {
-    let b = key.as_bytes();
-    // Cheap test first: almost no URL carries one.
+    // Cheap tests first: almost no URL carries one. A session ID lives in a `;` path
+    // parameter or in the query, so a key with neither has none, and only the part from
+    // the first of them on needs the substring scans (this runs once per link).
+    let Some(from) = key.bytes().position(|c| c == b';' || c == b'?') else {
+        return false;
+    };
+    let b = &key.as_bytes()[from..];
     if !(contains_ignore_case(b, b"sid")
         || contains_ignore_case(b, b"sess")
         || contains_ignore_case(b, b"cfid")

@@ -201,7 +201,10 @@ impl SqliteStore {
     fn configure(&self) -> Result<(), StoreError> {
         // WAL: readers (export, status) never block the writer. NORMAL: a commit is not
         // fsynced, so a power cut may lose the last few batches but never corrupts; a
-        // killed process loses nothing that was committed.
+        // killed process loses nothing that was committed. An 8 MB page cache: the writer
+        // appends (urls, edges) and updates rows by id; at 32 MB the cache was a part of
+        // peak memory that grew with the file, and the 1e6-URL frontier run is no slower
+        // with 8 (BENCHMARKS.md, "Memory flat with the frontier").
         let mode: String = self
             .conn
             .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
@@ -216,7 +219,7 @@ impl SqliteStore {
             .execute_batch(
                 "PRAGMA synchronous = NORMAL;
                  PRAGMA temp_store = MEMORY;
-                 PRAGMA cache_size = -32768;",
+                 PRAGMA cache_size = -8192;",
             )
             .map_err(|e| self.err(e))?;
         self.conn
