@@ -308,12 +308,21 @@ impl RedisCrawl {
         tokio::pin!(shutdown);
         let rx_probe = rx.clone();
         drop(rx);
+        // The dispatcher is never dropped mid-call: a take whose script ran but whose reply
+        // was not read would leave leases nobody knows to give back. It sees the stop at
+        // its next step instead.
+        let dispatch = dispatcher.run(tx, rx_probe);
+        tokio::pin!(dispatch);
         let dispatched = tokio::select! {
-            r = dispatcher.run(tx, rx_probe) => r,
+            r = &mut dispatch => r,
             _ = &mut shutdown => {
                 tracing::info!("stop requested: finishing fetches under way");
                 cancel.cancel();
-                Ok(false)
+                match dispatch.await {
+                    // Redis was away when the stop came: nothing more to lease anyway.
+                    Err(DistError::Unreachable(_)) => Ok(false),
+                    other => other.map(|_| false),
+                }
             }
         };
         if dispatched.is_err() {
@@ -440,7 +449,7 @@ impl Dispatcher {
             for i in 0..n {
                 let host = &hosts[(start + i) % n];
                 let room = tx.capacity().unwrap_or(usize::MAX) - tx.len();
-                if room == 0 {
+                if room == 0 || self.cancel.is_cancelled() {
                     break;
                 }
                 if not_before.get(host).is_some_and(|t| *t > now) {
