@@ -574,3 +574,58 @@ mod tests {
         assert_eq!(first.urls().len(), MAX_URLS);
     }
 }
+
+/// A sitemap document fetched and parsed.
+#[derive(Debug)]
+pub struct Fetched {
+    /// The HTTP status (2xx).
+    pub status: u16,
+    /// `Content-Type` as sent.
+    pub content_type: Option<String>,
+    /// Body bytes read.
+    pub size: u64,
+    /// When the request started, Unix ms.
+    pub fetched_at: i64,
+    /// Request start to body end.
+    pub fetch_ms: u64,
+    /// What it lists.
+    pub sitemap: Sitemap,
+}
+
+/// Fetch and parse the sitemap document at `url`: `None` (logged) when it does not answer
+/// 2xx or is not a usable sitemap. Past [`MAX_URLS`] entries the first ones are kept.
+pub async fn fetch(fetcher: &crate::fetch::Fetcher, url: &url::Url) -> Option<Fetched> {
+    let started = std::time::Instant::now();
+    let fetched_at = crate::store::now_ms();
+    let mut resp = fetcher.get(url).await.ok()?;
+    let status = resp.status().as_u16();
+    if !(200..300).contains(&status) {
+        return None;
+    }
+    let content_type = resp.content_type().map(str::to_owned);
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = resp.chunk().await {
+        body.extend_from_slice(&chunk);
+    }
+    // Hands its WARC capture over before the caller records the document.
+    drop(resp);
+    let sitemap = match parse(&body, MAX_BYTES) {
+        Ok(s) => s,
+        Err(SitemapError::TooManyUrls(first)) => {
+            tracing::warn!(%url, "sitemap lists more than {MAX_URLS} URLs; the rest are ignored");
+            first
+        }
+        Err(e) => {
+            tracing::info!(%url, error = %e, "not a usable sitemap");
+            return None;
+        }
+    };
+    Some(Fetched {
+        status,
+        content_type,
+        size: body.len() as u64,
+        fetched_at,
+        fetch_ms: started.elapsed().as_millis() as u64,
+        sitemap,
+    })
+}

@@ -479,3 +479,45 @@ async fn a_429_pauses_the_host_for_every_process() {
     assert_eq!(limited.0, Some(200));
     assert_eq!(got.fetched.len(), 42, "/, /limited and 40 pages");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sitemaps_are_read_once_for_the_crawl_as_a_local_crawl_reads_them() {
+    let redis = RedisServer::start();
+    let server = support::adhoc::Adhoc::start(support::sitemapped::site()).await;
+    let seed = format!("{}/", server.base);
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join("local.db");
+    support::run::crawl(trawl::Crawler::builder().db(&local).seed(&seed)).await;
+    let local = db::read(&local);
+    let children: Vec<Child> = (0..3)
+        .map(|_| crawler(std::slice::from_ref(&seed), &redis.url(), "maps", &[]))
+        .collect();
+    for c in children {
+        finish(c).await;
+    }
+    let got = copy_back(&redis.url(), "maps", dir.path()).await;
+    let status = |c: &db::Crawled| -> BTreeMap<String, (Option<u16>, i64)> {
+        c.fetched
+            .iter()
+            .map(|(k, v)| (k.clone(), (v.0, v.2)))
+            .collect()
+    };
+    assert_eq!(status(&got), status(&local), "pages, statuses and states");
+    assert_eq!(got.skipped, local.skipped, "skipped URLs and reasons");
+    assert_eq!(got.edges, local.edges, "edges, sitemap edges included");
+    // Each sitemap document read once by the crawl, whatever the number of processes,
+    // both crawls counted (one each).
+    for p in [
+        "/maps/index.xml",
+        "/maps/a.xml",
+        "/maps/b.xml.gz",
+        "/orphan",
+        "/orphan2",
+    ] {
+        assert_eq!(
+            server.hits(p).len(),
+            2,
+            "{p}: once locally, once for the Redis crawl"
+        );
+    }
+}

@@ -19,7 +19,7 @@ use super::keys::{CrawlKeys, HostKeys};
 use super::queue::{Admission, StoredEdges, StoredPage};
 use super::{parse_target, DistError};
 use crate::store::{OpenMode, SqliteStore, StoreError, UrlState};
-use crate::url_norm::{host_key, key_hash};
+use crate::url_norm::{host_key, key_hash, SkipReason};
 
 /// Keys read per Redis call.
 const BATCH: usize = 1000;
@@ -266,14 +266,18 @@ impl Rows<'_> {
     ) -> rusqlite::Result<()> {
         let id = self.assign(key);
         let referrer = admission.referrer.as_deref().map(|r| self.assign(r));
+        let doc = SkipReason::SitemapDoc.as_str();
+        let sitemap_doc = page.is_some_and(|p| p.skip.as_deref() == Some(doc));
         let (state, skip_reason) = match (page, skip) {
+            // Read as a sitemap: done, and marked so it is never taken for a page.
+            (Some(_), _) if sitemap_doc => (UrlState::Done, Some(doc)),
             (Some(p), _) if p.skip.is_some() => (UrlState::Skipped, p.skip.as_deref()),
             (Some(p), _) if p.failed => (UrlState::Failed, None),
             (Some(_), _) => (UrlState::Done, None),
             (None, Some(s)) => (UrlState::Skipped, Some(s)),
             (None, None) => (UrlState::Queued, None),
         };
-        let fetched = page.filter(|p| p.skip.is_none());
+        let fetched = page.filter(|p| p.skip.is_none() || sitemap_doc);
         let changed = self
             .conn
             .prepare_cached(

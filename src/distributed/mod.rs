@@ -22,6 +22,7 @@ mod keys;
 mod queue;
 mod run;
 mod scripts;
+mod sitemaps;
 pub mod status;
 mod worker;
 

@@ -390,6 +390,17 @@ impl Queue {
         Ok(())
     }
 
+    /// Claim the reading of `host`'s sitemaps for this process: true for exactly one
+    /// process of the crawl.
+    pub async fn claim_sitemaps(&self, host: &str) -> Result<bool, DistError> {
+        let k = self.keys.host(host);
+        let won: i64 = self
+            .redis
+            .cmd(redis::cmd("HSETNX").arg(&k.state).arg("sitemaps").arg(1))
+            .await?;
+        Ok(won == 1)
+    }
+
     /// Pause `host` for every process.
     pub async fn pause(&self, host: &str, wait: Duration) -> Result<(), DistError> {
         let k = self.keys.host(host);

@@ -274,6 +274,7 @@ impl RedisCrawl {
             stats: progress.stats.clone(),
             held: held.clone(),
             cancel: cancel.clone(),
+            sitemaps: config.sitemaps,
         });
         let (tx, rx) = async_channel::bounded::<Lease>(config.concurrency);
         let mut workers = tokio::task::JoinSet::new();

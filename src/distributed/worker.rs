@@ -112,6 +112,8 @@ pub struct Worker {
     pub held: Arc<Held>,
     /// Set when the process stops.
     pub cancel: CancellationToken,
+    /// Read sitemaps (`sitemaps`).
+    pub sitemaps: bool,
 }
 
 impl Worker {
@@ -157,7 +159,9 @@ impl Worker {
                 return self.finish(lease, &rec, None, None).await;
             }
         };
-        if !self.robots.allows(&url).await {
+        let allowed = self.robots.allows(&url).await;
+        self.sitemaps_once(&url, &lease.host).await?;
+        if !allowed {
             let page = StoredPage {
                 depth,
                 skip: Some(SkipReason::Robots.as_str().to_owned()),

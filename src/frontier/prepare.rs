@@ -22,8 +22,8 @@ use crate::drain::DrainGuard;
 use crate::fetch::Fetcher;
 use crate::politeness::fetch_robots::{fetch_robots, RobotsOutcome};
 use crate::politeness::robots::Robots;
-use crate::sitemap::{self, Sitemap, SitemapError};
-use crate::store::{now_ms, HostId, PageRecord, WriterHandle};
+use crate::sitemap::{self, Sitemap};
+use crate::store::{HostId, PageRecord, WriterHandle};
 
 /// Wait before reading an unavailable robots.txt again.
 const ROBOTS_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
@@ -124,32 +124,9 @@ impl Preparer {
         url: &Url,
         parent: Option<crate::store::UrlId>,
     ) -> Option<Vec<(Url, Option<crate::store::UrlId>)>> {
-        let started = Instant::now();
-        let fetched_at = now_ms();
-        let mut resp = self.fetcher.get(url).await.ok()?;
-        let status = resp.status().as_u16();
-        if !(200..300).contains(&status) {
-            return None;
-        }
-        let content_type = resp.content_type().map(str::to_owned);
-        let mut body = Vec::new();
-        while let Ok(Some(chunk)) = resp.chunk().await {
-            body.extend_from_slice(&chunk);
-        }
-        // Hands its WARC capture over before the record below is sent to the store.
-        drop(resp);
-        let parsed = match sitemap::parse(&body, sitemap::MAX_BYTES) {
-            Ok(s) => s,
-            Err(SitemapError::TooManyUrls(first)) => {
-                tracing::warn!(%url, "sitemap lists more than {} URLs; the rest are ignored", sitemap::MAX_URLS);
-                first
-            }
-            Err(e) => {
-                tracing::info!(%url, error = %e, "not a usable sitemap");
-                return None;
-            }
-        };
-        let (entries, index) = match &parsed {
+        let fetched = sitemap::fetch(&self.fetcher, url).await?;
+        let parsed = &fetched.sitemap;
+        let (entries, index) = match parsed {
             Sitemap::UrlSet(u) => (u, false),
             Sitemap::Index(u) => (u, true),
         };
@@ -159,11 +136,11 @@ impl Preparer {
             id,
             depth: 0,
             attempts: 1,
-            status: Some(status),
-            content_type,
-            size: Some(body.len() as u64),
-            fetched_at,
-            fetch_ms: started.elapsed().as_millis() as u64,
+            status: Some(fetched.status),
+            content_type: fetched.content_type,
+            size: Some(fetched.size),
+            fetched_at: fetched.fetched_at,
+            fetch_ms: fetched.fetch_ms,
             edges,
             ..PageRecord::default()
         };

@@ -13,6 +13,7 @@ pub mod redis;
 pub mod run;
 pub mod server;
 pub mod site;
+pub mod sitemapped;
 
 pub use server::SiteServer;
 pub use site::{Expected, ExpectedPage, Site, SiteSpec, NEVER_FETCHED};
