@@ -696,23 +696,13 @@ impl Crawler {
             cancel.cancel();
         }
         // The dispatcher dropped the channel's sender: workers finish what they hold.
-        let grace = tokio::time::sleep(config.grace_period);
-        tokio::pin!(grace);
-        loop {
-            tokio::select! {
-                next = workers.join_next() => match next {
-                    None => break,
-                    Some(Err(e)) if e.is_panic() => tracing::error!("worker task panicked: {e}"),
-                    Some(_) => {}
-                },
-                _ = &mut grace, if cancel.is_cancelled() => {
-                    tracing::warn!(left = workers.len(), "grace period over: abandoning fetches under way (they stay queued)");
-                    workers.abort_all();
-                    while workers.join_next().await.is_some() {}
-                    break;
-                }
-            }
-        }
+        crate::worker::join_pool(
+            &mut workers,
+            &cancel,
+            config.grace_period,
+            "they stay queued",
+        )
+        .await;
         drop(writer);
         drop(gate);
         let store = tokio::task::spawn_blocking(move || writer_thread.join())

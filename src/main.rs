@@ -255,45 +255,45 @@ struct Readable {
 }
 
 async fn readable(source: &Source) -> anyhow::Result<Readable> {
-    match (&source.store, &source.crawl_id, &source.db) {
-        (Some(store), Some(id), _) => {
-            let dir = tempfile::Builder::new().prefix("trawl-copy").tempdir()?;
-            let path = dir.path().join("crawl.db");
-            trawl::distributed::copy::to_sqlite(store, id, &path).await?;
-            Ok(Readable {
-                path,
-                _copy: Some(dir),
-            })
-        }
-        (_, _, Some(db)) => Ok(Readable {
-            path: db.clone(),
-            _copy: None,
-        }),
-        _ => anyhow::bail!("give --db FILE, or --store URL with --crawl-id NAME"),
+    if let Some(local) = local_file(source)? {
+        return Ok(local);
     }
+    let (Some(store), Some(id)) = (&source.store, &source.crawl_id) else {
+        anyhow::bail!("give --db FILE, or --store URL with --crawl-id NAME");
+    };
+    let dir = tempfile::Builder::new().prefix("trawl-copy").tempdir()?;
+    let path = dir.path().join("crawl.db");
+    trawl::distributed::copy::to_sqlite(store, id, &path).await?;
+    Ok(Readable {
+        path,
+        _copy: Some(dir),
+    })
 }
 
-/// A reading command's source on a current-thread runtime (the copy of a Redis crawl
-/// needs one; a SQLite file does not).
+/// [`readable`] from outside a runtime: a Redis crawl's copy runs on a current-thread one.
 fn readable_blocking(source: &Source) -> anyhow::Result<Readable> {
-    if source.store.is_none() {
-        return local_file(source);
+    if let Some(local) = local_file(source)? {
+        return Ok(local);
     }
-    let rt = tokio::runtime::Builder::new_current_thread()
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()?;
-    rt.block_on(readable(source))
+        .build()?
+        .block_on(readable(source))
 }
 
-fn local_file(source: &Source) -> anyhow::Result<Readable> {
+/// The `--db` file, when the source is not a Redis crawl.
+fn local_file(source: &Source) -> anyhow::Result<Option<Readable>> {
+    if source.store.is_some() {
+        return Ok(None);
+    }
     let db = source
         .db
         .clone()
         .ok_or_else(|| anyhow::anyhow!("give --db FILE, or --store URL with --crawl-id NAME"))?;
-    Ok(Readable {
+    Ok(Some(Readable {
         path: db,
         _copy: None,
-    })
+    }))
 }
 
 /// Completes on the first Ctrl-C (or SIGTERM): a clean stop. A second Ctrl-C exits at once;

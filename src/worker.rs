@@ -20,6 +20,34 @@ use crate::page::{fail, Extras, Outcome, Reader};
 use crate::stats::Stats;
 use crate::store::{now_ms, PageRecord, WriterHandle};
 
+/// Wait for a worker pool to finish what it holds once its channel is closed. After a
+/// stop (`cancel`), fetches get `grace` to finish; then the rest are abandoned, and
+/// `abandoned` says what becomes of them.
+pub async fn join_pool(
+    workers: &mut tokio::task::JoinSet<()>,
+    cancel: &CancellationToken,
+    grace: std::time::Duration,
+    abandoned: &str,
+) {
+    let grace = tokio::time::sleep(grace);
+    tokio::pin!(grace);
+    loop {
+        tokio::select! {
+            next = workers.join_next() => match next {
+                None => break,
+                Some(Err(e)) if e.is_panic() => tracing::error!("worker task panicked: {e}"),
+                Some(_) => {}
+            },
+            _ = &mut grace, if cancel.is_cancelled() => {
+                tracing::warn!(left = workers.len(), "grace period over: abandoning fetches under way ({abandoned})");
+                workers.abort_all();
+                while workers.join_next().await.is_some() {}
+                break;
+            }
+        }
+    }
+}
+
 /// What a page hook sees: one fetched URL and its result.
 #[derive(Debug)]
 pub struct PageEvent<'a> {

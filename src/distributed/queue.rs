@@ -378,16 +378,8 @@ impl Queue {
         if lease.interval.is_zero() {
             return Ok(());
         }
-        let k = self.keys.host(&lease.host);
-        let _: i64 = self
-            .redis
-            .script(
-                &scripts::STARTED,
-                &[&k.state],
-                &[&(lease.interval.as_millis() as u64).to_string()],
-            )
-            .await?;
-        Ok(())
+        self.not_before(&lease.host, "next_at", lease.interval)
+            .await
     }
 
     /// Claim the reading of `host`'s sitemaps for this process: true for exactly one
@@ -403,13 +395,17 @@ impl Queue {
 
     /// Pause `host` for every process.
     pub async fn pause(&self, host: &str, wait: Duration) -> Result<(), DistError> {
+        self.not_before(host, "paused_until", wait).await
+    }
+
+    async fn not_before(&self, host: &str, field: &str, wait: Duration) -> Result<(), DistError> {
         let k = self.keys.host(host);
         let _: i64 = self
             .redis
             .script(
-                &scripts::PAUSE,
+                &scripts::NOT_BEFORE,
                 &[&k.state],
-                &[&(wait.as_millis() as u64).to_string()],
+                &[field, &(wait.as_millis() as u64).to_string()],
             )
             .await?;
         Ok(())

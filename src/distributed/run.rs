@@ -329,23 +329,13 @@ impl RedisCrawl {
         if dispatched.is_err() {
             cancel.cancel();
         }
-        let grace = tokio::time::sleep(config.grace_period);
-        tokio::pin!(grace);
-        loop {
-            tokio::select! {
-                next = workers.join_next() => match next {
-                    None => break,
-                    Some(Err(e)) if e.is_panic() => tracing::error!("worker task panicked: {e}"),
-                    Some(_) => {}
-                },
-                _ = &mut grace, if cancel.is_cancelled() => {
-                    tracing::warn!(left = workers.len(), "grace period over: abandoning fetches under way (their leases expire and another process takes them)");
-                    workers.abort_all();
-                    while workers.join_next().await.is_some() {}
-                    break;
-                }
-            }
-        }
+        crate::worker::join_pool(
+            &mut workers,
+            &cancel,
+            config.grace_period,
+            "their leases expire and another process takes them",
+        )
+        .await;
         renewer.abort();
         heart.abort();
         // Leases of URLs never started go back at once rather than at expiry.

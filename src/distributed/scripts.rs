@@ -163,28 +163,16 @@ return n"
     ))
 });
 
-/// Pause a host for every process (429/503). KEYS: state. ARGV: ms. Never shortens a
-/// longer pause.
-pub static PAUSE: LazyLock<Script> = LazyLock::new(|| {
+/// Push a time field of a host's state to at least now + ms, never earlier: a 429/503
+/// pause (`paused_until`, for every process) or the host's next allowed start (`next_at`,
+/// when a lease waited in a process before its fetch). KEYS: state. ARGV: field, ms.
+pub static NOT_BEFORE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
         "{NOW}
-local until_ms = now + tonumber(ARGV[1])
-local cur = tonumber(redis.call('HGET', KEYS[1], 'paused_until') or '0')
-if until_ms > cur then redis.call('HSET', KEYS[1], 'paused_until', until_ms) end
-return until_ms"
-    ))
-});
-
-/// A request to a host starts now: its next one may not start before now + interval
-/// (a lease that waited in a process before its fetch pushes the host's schedule out).
-/// KEYS: state. ARGV: interval ms.
-pub static STARTED: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(&format!(
-        "{NOW}
-local earliest = now + tonumber(ARGV[1])
-local cur = tonumber(redis.call('HGET', KEYS[1], 'next_at') or '0')
-if earliest > cur then redis.call('HSET', KEYS[1], 'next_at', earliest) end
-return earliest"
+local at = now + tonumber(ARGV[2])
+local cur = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+if at > cur then redis.call('HSET', KEYS[1], ARGV[1], at) end
+return at"
     ))
 });
 

@@ -14,6 +14,7 @@ pub mod prepare;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -193,6 +194,9 @@ pub struct Frontier {
     max_crawl_delay: Duration,
     pending: Arc<Pending>,
     wake: Arc<Notify>,
+    /// Some host has its own spacing (a robots.txt Crawl-delay): `started` has work to do
+    /// even when the configuration asks for no spacing.
+    host_intervals: AtomicBool,
 }
 
 /// Counts for progress reports.
@@ -237,6 +241,7 @@ impl Frontier {
             max_crawl_delay: policy.max_crawl_delay,
             pending,
             wake,
+            host_intervals: AtomicBool::new(false),
         }
     }
 
@@ -402,6 +407,10 @@ impl Frontier {
     /// (a busy worker, a loaded machine) pushes the host's next start out, so the spacing
     /// holds between the requests themselves, not only in the schedule.
     pub fn started(&self, host: HostId) {
+        // The common case (no spacing anywhere) costs no lock per page.
+        if self.interval.is_zero() && !self.host_intervals.load(Ordering::Relaxed) {
+            return;
+        }
         let now = Instant::now();
         let mut st = self.lock();
         let h = st.host(host);
@@ -418,6 +427,9 @@ impl Frontier {
     /// Set a host's own spacing between requests (robots.txt Crawl-delay); the
     /// configuration's spacing still applies when longer.
     pub fn set_interval(&self, host: HostId, interval: Duration) {
+        if !interval.is_zero() {
+            self.host_intervals.store(true, Ordering::Relaxed);
+        }
         let mut st = self.lock();
         st.host(host).interval = interval;
     }
@@ -432,6 +444,9 @@ impl Frontier {
             .and_then(|a| robots.crawl_delay(a))
             .map(|d| d.min(self.max_crawl_delay))
             .unwrap_or_default();
+        if !delay.is_zero() {
+            self.host_intervals.store(true, Ordering::Relaxed);
+        }
         let h = st.host(host);
         h.interval = delay;
         h.robots_failures = 0;
