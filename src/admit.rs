@@ -20,7 +20,7 @@ use crate::link::LinkKind;
 use crate::store::{Edge, HostId, KnownUrl, NewHost, NewUrl, Pending, UrlId};
 use crate::traps::{strip_session_ids, Traps};
 use crate::url_norm::{canonical_key_into, host_key, key_hash, Scope, SkipReason};
-use crate::visited::{Held, Lowered, Seen, Visited};
+use crate::visited::{Footprint, Held, Lowered, Seen, Visited};
 
 /// Limits applied at admission.
 #[derive(Debug, Clone, Copy)]
@@ -157,6 +157,13 @@ impl Gate {
         }
     }
 
+    /// Keep the visited set in `visited` (e.g. one with a memory budget) instead of an
+    /// unbounded one. Call before anything is admitted.
+    pub fn with_visited(mut self, visited: Visited) -> Gate {
+        self.visited = visited;
+        self
+    }
+
     /// Ask `filter` about every new in-scope URL; refused ones are skipped as `filtered`.
     pub fn with_filter(mut self, filter: Option<LinkFilter>) -> Gate {
         self.rules.filter = filter;
@@ -202,6 +209,11 @@ impl Gate {
         for (host, n) in per_host {
             self.host_admitted.insert(host, n);
         }
+    }
+
+    /// Where the visited set is: memory and disk.
+    pub fn visited_footprint(&self) -> Footprint {
+        self.visited.footprint()
     }
 
     /// URLs known (fetched, queued or skipped).

@@ -238,6 +238,10 @@ pub struct CrawlOptions {
     /// when it exists; "" for none).
     #[arg(long, value_name = "FILE")]
     pub warc: Option<PathBuf>,
+    /// Memory for the visited set, e.g. 64MiB; past it, URLs move to files next to the
+    /// database; 0 for no limit [default: 64MiB].
+    #[arg(long, value_name = "SIZE")]
+    pub visited_memory: Option<String>,
 }
 
 /// How a crawl reports.
@@ -433,6 +437,7 @@ impl CrawlOptions {
         }
         for (k, v) in [
             ("max-body", &self.max_body),
+            ("visited-memory", &self.visited_memory),
             ("connect-timeout", &self.connect_timeout),
             ("read-timeout", &self.read_timeout),
             ("timeout", &self.timeout),
@@ -519,6 +524,7 @@ mod tests {
             user_agent: Some("x".into()),
             grace_period: Some("7s".into()),
             lease: Some("9s".into()),
+            visited_memory: Some("1MiB".into()),
             ignore_robots: true,
             delay: Some("1ms".into()),
             rate_limit: Some("5/1s".into()),

@@ -225,6 +225,10 @@ pub struct CrawlConfig {
     /// member per record), appending when it exists; `None` (`""` in TOML) for none.
     #[serde(with = "optional_path")]
     pub warc: Option<PathBuf>,
+    /// Memory for the visited set (every URL known, about 30 bytes each). Past it, the
+    /// least recently seen URLs move to files next to the database, so memory stays flat
+    /// however many URLs a crawl finds; 0 keeps every URL in memory.
+    pub visited_memory: ByteSize,
 }
 
 /// An optional path that is `""` when absent, so the key always exists in TOML (which has
@@ -403,6 +407,7 @@ impl Default for CrawlConfig {
             ca_certs: Vec::new(),
             lease: Duration::from_secs(30),
             warc: None,
+            visited_memory: ByteSize(64 << 20),
         }
     }
 }
@@ -523,6 +528,15 @@ impl CrawlConfig {
             "from 1KiB to 4GiB",
         )?;
         range("max-redirects", self.max_redirects, 0, 100, "from 0 to 100")?;
+        if self.visited_memory.0 != 0 {
+            range(
+                "visited-memory",
+                self.visited_memory,
+                ByteSize(64 << 10),
+                ByteSize(1 << 40),
+                "0 (no limit) or from 64KiB to 1TiB",
+            )?;
+        }
         for (key, d) in [
             ("connect-timeout", self.connect_timeout),
             ("read-timeout", self.read_timeout),

@@ -29,6 +29,7 @@ use crate::stats::{RunCounts, Stats};
 use crate::store::{now_ms, OpenMode, Pending, SqliteStore, StoreWriter};
 use crate::traps::Traps;
 use crate::url_norm::{parse_seed, Scope, ScopeMode};
+use crate::visited::{Footprint, Visited};
 use crate::warc::Warc;
 use crate::worker::{PageEvent, PageHook, Worker};
 use crate::Error;
@@ -184,6 +185,8 @@ impl CrawlerBuilder {
         per_host: usize => "per-host", |v: usize| int(v as u64);
         /// Body bytes read per response (`max-body`).
         max_body: u64 => "max-body", |v: u64| toml::Value::String(ByteSize(v).to_string());
+        /// Memory for the visited set, 0 for no limit (`visited-memory`).
+        visited_memory: u64 => "visited-memory", |v: u64| toml::Value::String(ByteSize(v).to_string());
         /// Time to connect (`connect-timeout`).
         connect_timeout: Duration => "connect-timeout", duration;
         /// Longest wait for the next bytes (`read-timeout`).
@@ -442,6 +445,9 @@ pub struct Summary {
     pub known_urls: u64,
     /// URLs still queued.
     pub queued: u64,
+    /// Where the visited set was at the end of the run: bytes in memory, URLs moved to
+    /// disk past `visited-memory`.
+    pub visited: Footprint,
 }
 
 /// A live view of a running crawl, for progress displays. Cheap to clone.
@@ -543,6 +549,7 @@ impl Crawler {
                 run: progress.stats.snapshot(Duration::ZERO),
                 known_urls: count(&store, "SELECT count(*) FROM urls")?,
                 queued: 0,
+                visited: Footprint::default(),
             });
         }
         // The metrics endpoint lives exactly as long as this run.
@@ -580,6 +587,16 @@ impl Crawler {
             max_path_segments: config.max_path_segments,
             max_repeated_segments: config.max_repeated_segments,
         };
+        let dir = match store.path().parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        let visited = Visited::with_budget(config.visited_memory.0, &dir).map_err(|source| {
+            Error::VisitedDir {
+                dir: dir.display().to_string(),
+                source,
+            }
+        })?;
         let gate = Arc::new(
             Gate::new(
                 scope,
@@ -590,7 +607,8 @@ impl Crawler {
                 frontier.clone(),
                 drain.clone(),
             )
-            .with_filter(filter),
+            .with_filter(filter)
+            .with_visited(visited),
         );
 
         // Rebuild the visited set and the frontier from the store.
@@ -704,6 +722,15 @@ impl Crawler {
         )
         .await;
         drop(writer);
+        let visited = gate.visited_footprint();
+        if visited.runs > 0 {
+            tracing::info!(
+                memory_bytes = visited.memory,
+                on_disk = visited.on_disk,
+                runs = visited.runs,
+                "visited set past visited-memory: part of it was on disk"
+            );
+        }
         drop(gate);
         let store = tokio::task::spawn_blocking(move || writer_thread.join())
             .await
@@ -750,6 +777,7 @@ impl Crawler {
             run: progress.stats.snapshot(progress.started.elapsed()),
             known_urls,
             queued,
+            visited,
         })
     }
 }

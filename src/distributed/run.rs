@@ -211,6 +211,7 @@ impl RedisCrawl {
                 run: progress.stats.snapshot(Duration::ZERO),
                 known_urls: 0,
                 queued: 0,
+                visited: Default::default(),
             });
         }
         let rules = Arc::new(Rules {
@@ -391,6 +392,8 @@ impl RedisCrawl {
             run: progress.stats.snapshot(progress.started.elapsed()),
             known_urls: counts.known,
             queued: counts.queued,
+            // The visited set lives in Redis.
+            visited: Default::default(),
         })
     }
 }
