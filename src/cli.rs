@@ -239,7 +239,7 @@ pub struct CrawlOptions {
     #[arg(long, value_name = "FILE")]
     pub warc: Option<PathBuf>,
     /// Memory for the visited set, e.g. 64MiB; past it, URLs move to files next to the
-    /// database; 0 for no limit [default: 64MiB].
+    /// database; 0 for no limit [default: 4MiB].
     #[arg(long, value_name = "SIZE")]
     pub visited_memory: Option<String>,
 }

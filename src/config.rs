@@ -407,7 +407,7 @@ impl Default for CrawlConfig {
             ca_certs: Vec::new(),
             lease: Duration::from_secs(30),
             warc: None,
-            visited_memory: ByteSize(64 << 20),
+            visited_memory: ByteSize(4 << 20),
         }
     }
 }

@@ -140,6 +140,7 @@ impl Extractor {
             .end()
             .map_err(|e| ExtractError::Parse(e.to_string()))?;
         let mut state = lock(&self.state);
+        state.finish_anchor();
         Ok(Extracted {
             links: std::mem::take(&mut state.links),
             title: state.title.as_ref().and_then(|t| finish_title(&t.text)),
@@ -188,7 +189,8 @@ struct State {
     /// Set by the first HTML `<title>`, later ones are ignored.
     title: Option<TitleText>,
     title_open: bool,
-    next_title_is_svg: bool,
+    /// `<svg>` elements open around the current point.
+    svg_depth: u32,
     meta_nofollow: bool,
     meta_noindex: bool,
     /// The `<a>` being read: its index in `links` and its text so far.
@@ -205,7 +207,7 @@ impl State {
             links: Vec::new(),
             title: None,
             title_open: false,
-            next_title_is_svg: false,
+            svg_depth: 0,
             meta_nofollow: false,
             meta_noindex: false,
             anchor: None,
@@ -217,7 +219,7 @@ impl State {
     fn finish_anchor(&mut self) {
         if let Some((i, text)) = self.anchor.take() {
             if let Some(link) = self.links.get_mut(i) {
-                link.anchor = finish_text(&text.text, MAX_ANCHOR_CHARS);
+                link.anchor = finish_collapsed(text.text, MAX_ANCHOR_CHARS);
             }
         }
     }
@@ -304,7 +306,7 @@ struct Selectors {
     frame: Selector,
     base: Selector,
     meta: Selector,
-    svg_title: Selector,
+    svg: Selector,
     title: Selector,
 }
 
@@ -319,7 +321,7 @@ static SELECTORS: LazyLock<Selectors> = LazyLock::new(|| {
         frame: parse("frame[src]"),
         base: parse("base[href]"),
         meta: parse("meta[name]"),
-        svg_title: parse("svg title"),
+        svg: parse("svg"),
         title: parse("title"),
     }
 });
@@ -329,9 +331,11 @@ type Handlers = Vec<(Cow<'static, Selector>, ElementContentHandlers<'static>)>;
 fn handlers(state: &Shared) -> Handlers {
     let s = &*SELECTORS;
     vec![
+        // One entry for both handlers of `a`: each entry is a selector to compile per page
+        // and to match per element.
         (
             Cow::Borrowed(&s.a),
-            link_handler(state, "href", LinkKind::A),
+            with_anchor_text(state, link_handler(state, "href", LinkKind::A)),
         ),
         (
             Cow::Borrowed(&s.area),
@@ -349,11 +353,10 @@ fn handlers(state: &Shared) -> Handlers {
             Cow::Borrowed(&s.frame),
             link_handler(state, "src", LinkKind::Frame),
         ),
-        (Cow::Borrowed(&s.a), anchor_text_handler(state)),
         (Cow::Borrowed(&s.base), base_handler(state)),
         (Cow::Borrowed(&s.meta), meta_handler(state)),
         // Must come before `title`: handlers for one element run in this order.
-        (Cow::Borrowed(&s.svg_title), svg_title_handler(state)),
+        (Cow::Borrowed(&s.svg), svg_handler(state)),
         (Cow::Borrowed(&s.title), title_handlers(state)),
     ]
 }
@@ -381,26 +384,28 @@ fn link_handler(
             }
         }
         let mut s = lock(&state);
+        // The text handler only sees text inside an `<a href>`, so the previous anchor's
+        // text is complete once the next one starts (or the page ends): no end-tag
+        // handler per link is needed.
+        if kind == LinkKind::A {
+            s.finish_anchor();
+        }
         let before = s.links.len();
         s.push_link(&value, kind, nofollow);
         if kind == LinkKind::A && s.links.len() > before {
             s.anchor = Some((before, TitleText::default()));
-            drop(s);
-            let on_end = Arc::clone(&state);
-            // Fails only for void elements; an `<a>` always has content.
-            let _ = el.on_end_tag(Box::new(move |_: &mut EndTag<'_>| {
-                lock(&on_end).finish_anchor();
-                Ok(())
-            }));
         }
         Ok(())
     })
 }
 
-/// Collects the text of the `<a>` whose link was pushed last.
-fn anchor_text_handler(state: &Shared) -> ElementContentHandlers<'static> {
+/// Adds to `handlers` the collection of the text of the `<a>` whose link was pushed last.
+fn with_anchor_text(
+    state: &Shared,
+    handlers: ElementContentHandlers<'static>,
+) -> ElementContentHandlers<'static> {
     let state = Arc::clone(state);
-    ElementContentHandlers::default().text(move |chunk: &mut TextChunk<'_>| {
+    handlers.text(move |chunk: &mut TextChunk<'_>| {
         if let Some((_, text)) = lock(&state).anchor.as_mut() {
             text.push(chunk.as_str(), MAX_ANCHOR_RAW_BYTES);
         }
@@ -435,12 +440,26 @@ fn meta_handler(state: &Shared) -> ElementContentHandlers<'static> {
 }
 
 /// An SVG `<title>` is a tooltip, not the page's title. lol_html can't tell: it reports the
-/// element in the HTML namespace, as SVG's `<title>` holds HTML content. A descendant selector
-/// can tell, so this flags the element for the `title` handler that runs right after.
-fn svg_title_handler(state: &Shared) -> ElementContentHandlers<'static> {
+/// element in the HTML namespace, as SVG's `<title>` holds HTML content. So open `<svg>`
+/// elements are counted, and the `title` handler ignores titles inside one. (A `svg
+/// title` descendant selector would do it too, but makes lol_html's selector engine track
+/// every element of every page.) An `<svg>` never closed hides the titles after it, as the
+/// descendant selector would.
+fn svg_handler(state: &Shared) -> ElementContentHandlers<'static> {
     let state = Arc::clone(state);
-    ElementContentHandlers::default().element(move |_: &mut Element<'_, '_>| {
-        lock(&state).next_title_is_svg = true;
+    ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
+        let on_end = Arc::clone(&state);
+        // Fails for a self-closing `<svg/>`, which has nothing inside.
+        if el
+            .on_end_tag(Box::new(move |_: &mut EndTag<'_>| {
+                let mut s = lock(&on_end);
+                s.svg_depth = s.svg_depth.saturating_sub(1);
+                Ok(())
+            }))
+            .is_ok()
+        {
+            lock(&state).svg_depth += 1;
+        }
         Ok(())
     })
 }
@@ -455,7 +474,7 @@ fn title_handlers(state: &Shared) -> ElementContentHandlers<'static> {
         .element(move |el: &mut Element<'_, '_>| -> HandlerResult {
             {
                 let mut s = lock(&on_element);
-                if std::mem::take(&mut s.next_title_is_svg) || s.title.is_some() {
+                if s.svg_depth > 0 || s.title.is_some() {
                     return Ok(());
                 }
                 s.title = Some(TitleText::default());
@@ -549,6 +568,21 @@ fn finish_title(raw: &str) -> Option<String> {
 }
 
 /// Decoded, collapsed text cut to `max_chars` characters; `None` when blank.
+/// [`finish_text`] of text already collapsed by [`TitleText`], reusing it when it holds no
+/// character reference (the common case: most anchors are plain words).
+fn finish_collapsed(mut text: String, max_chars: usize) -> Option<String> {
+    if text.contains('&') {
+        return finish_text(&text, max_chars);
+    }
+    if text.len() > max_chars {
+        if let Some((cut, _)) = text.char_indices().nth(max_chars) {
+            text.truncate(cut);
+            text.truncate(text.trim_end_matches(' ').len());
+        }
+    }
+    (!text.is_empty()).then_some(text)
+}
+
 fn finish_text(raw: &str, max_chars: usize) -> Option<String> {
     // Decoding can produce whitespace (`&#10;`), so collapse once more afterwards.
     let mut title = TitleText::default();
@@ -805,6 +839,19 @@ mod tests {
     }
 
     #[test]
+    fn anchor_text_ends_with_the_anchor() {
+        let base = Url::parse("http://a.example/").unwrap();
+        // Text between anchors, or in an anchor whose link was dropped, goes to no link;
+        // an anchor left open at the end of the page keeps its text (joined as in
+        // `textContent`).
+        let html = b"<p><a href=/1>one</a> between <a href='javascript:x'>js</a> after\
+                     <a href=/2>two &amp; more<p>still two";
+        let x = extract(&base, None, html).unwrap();
+        let anchors: Vec<_> = x.links.iter().map(|l| l.anchor.as_deref()).collect();
+        assert_eq!(anchors, vec![Some("one"), Some("two & morestill two")]);
+    }
+
+    #[test]
     fn extractor_is_send() {
         fn assert_send<T: Send>() {}
         assert_send::<Extractor>();
@@ -1002,6 +1049,9 @@ mod tests {
         assert_eq!(e.title.as_deref(), Some("Real"));
         let e = ex("<svg><g><title>tooltip</title></g></svg><p>text</p>");
         assert_eq!(e.title, None);
+        // Nested and self-closing `<svg>`: only titles outside every one count.
+        let e = ex("<svg/><svg><svg></svg><title>t</title></svg><title>Real</title>");
+        assert_eq!(e.title.as_deref(), Some("Real"));
         assert_eq!(ex("<title></title><title>Later</title>").title, None);
         assert_eq!(ex("<title>  \n </title>").title, None);
         assert_eq!(ex("<p>no title</p>").title, None);

@@ -15,9 +15,10 @@
 //! budget, the old generation is written to disk as a sorted run (`run`) and the young
 //! one becomes old. A lookup tries young, then old, then the runs newest first, each
 //! behind a Bloom filter (`bloom`), so a URL never seen costs no disk read 99 times in
-//! 100. An entry found outside the young generation is copied into it: links on every
-//! page (navigation) stay in memory, and a change (a shorter depth) is made in one place
-//! that is always the newest. Runs are merged pairwise when the newer one is at least
+//! 100. An entry found in the old generation is copied into the young one, so links on
+//! every page (navigation) stay in memory; one read from disk is not (that would write
+//! it out again and again) unless it changes (a shorter depth): a change is made in the
+//! young generation, which is always the newest. Runs are merged pairwise when the newer one is at least
 //! half the size of the one before, so a shard holds a handful of runs. What stays in
 //! memory per URL on disk is the Bloom filter and the block index, under 1.5 bytes.
 //!
@@ -185,8 +186,25 @@ struct Shard {
 }
 
 impl Shard {
-    /// The slot in `young` holding `hash`, copying the entry there from the old
-    /// generation or a run if that is where it is.
+    /// The value of `hash`. Found in the old generation, the entry is copied into the
+    /// young one, so URLs linked all the time (navigation) stay in memory; found on disk,
+    /// it is not: copying every URL read back would write it to disk again and again.
+    fn value(&mut self, hash: u128, spill: Option<&Spill>) -> Option<u64> {
+        if self.young.len() > 0 {
+            if let (i, true) = self.young.find(hash) {
+                return Some(*self.young.value_mut(i));
+            }
+        }
+        let spill = spill?;
+        if let Some(v) = self.old.get(hash) {
+            self.insert(hash, v, Some(spill));
+            return Some(v);
+        }
+        self.in_runs(hash, spill)
+    }
+
+    /// The slot in `young` holding `hash`, copying the entry there from wherever it is,
+    /// to be changed.
     fn locate(&mut self, hash: u128, spill: Option<&Spill>) -> Option<usize> {
         if self.young.len() > 0 {
             if let (i, true) = self.young.find(hash) {
@@ -311,8 +329,7 @@ impl Visited {
     /// What is known of a URL already seen.
     pub fn get(&self, hash: u128) -> Option<Seen> {
         let mut s = self.shard(hash);
-        let i = s.locate(hash, self.spill.as_ref())?;
-        Some(Seen::unpack(*s.young.value_mut(i)))
+        s.value(hash, self.spill.as_ref()).map(Seen::unpack)
     }
 
     /// Record a URL known from the store (resume).
@@ -331,8 +348,8 @@ impl Visited {
     /// the entry is locked and returns what to record.
     pub fn get_or_admit(&self, hash: u128, make: impl FnOnce() -> Seen) -> (Seen, bool) {
         let mut s = self.shard(hash);
-        if let Some(i) = s.locate(hash, self.spill.as_ref()) {
-            return (Seen::unpack(*s.young.value_mut(i)), false);
+        if let Some(v) = s.value(hash, self.spill.as_ref()) {
+            return (Seen::unpack(v), false);
         }
         if let Some(spill) = &self.spill {
             s.make_room(spill);
@@ -350,14 +367,16 @@ impl Visited {
     /// is. `max_depth` is 0 for no limit.
     pub fn found_again(&self, hash: u128, depth: u32, follow: bool, max_depth: u32) -> Lowered {
         let mut s = self.shard(hash);
-        let Some(i) = s.locate(hash, self.spill.as_ref()) else {
-            return Lowered::No;
-        };
+        let spill = self.spill.as_ref();
+        match s.value(hash, spill) {
+            Some(v) if Seen::unpack(v).news(depth, follow) => {}
+            _ => return Lowered::No,
+        }
+        let i = s
+            .locate(hash, spill)
+            .expect("found just above, under the same lock");
         let slot = s.young.value_mut(i);
         let mut seen = Seen::unpack(*slot);
-        if !seen.news(depth, follow) {
-            return Lowered::No;
-        }
         let shorter = depth < seen.depth;
         seen.depth = seen.depth.min(depth);
         let within = max_depth == 0 || seen.depth <= max_depth;
