@@ -108,6 +108,12 @@ fn crawl(args: CrawlArgs) -> ExitCode {
     let show_progress =
         !args.output.no_progress && !args.output.quiet && std::io::stderr().is_terminal();
     init_logging(&args, show_progress);
+    // Connections, the database and the visited set's run files all take descriptors;
+    // many systems start processes at a soft limit of 1024, far under the hard one.
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(n) => tracing::debug!(limit = n, "open files"),
+        Err(e) => tracing::debug!(error = %e, "cannot raise the open-file limit"),
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -140,6 +140,9 @@ impl Default for Visited {
 const SHARDS: usize = 64;
 const SHARD_BITS: u32 = SHARDS.trailing_zeros();
 
+/// Runs per shard at most: 256 open files in all.
+const MAX_RUNS: usize = 4;
+
 /// Bytes of memory per entry, at the tables' fill.
 const ENTRY_BYTES: u64 = 30;
 
@@ -263,10 +266,11 @@ impl Shard {
     }
 
     /// Merges the two newest runs while the newer is at least half the size of the older,
-    /// so sizes at least double going back and a shard holds O(log n) runs.
+    /// so sizes at least double going back and a shard holds O(log n) runs, and while
+    /// there are more than [`MAX_RUNS`] (each run is an open file).
     fn merge_runs(&mut self, spill: &Spill) {
         while let [.., older, newer] = &self.runs[..] {
-            if older.len() > newer.len() * 2 {
+            if older.len() > newer.len() * 2 && self.runs.len() <= MAX_RUNS {
                 return;
             }
             match Run::merge(&spill.dir, older, newer) {
@@ -455,7 +459,7 @@ mod tests {
             assert!(v.get_or_admit(hash(i), || seen(i, 3)).1, "{i}");
         }
         let f = v.footprint();
-        assert!(f.runs >= SHARDS, "{f:?}");
+        assert!(f.runs >= SHARDS && f.runs <= SHARDS * MAX_RUNS, "{f:?}");
         assert!(f.on_disk as u64 >= n * 9 / 10, "{f:?}");
         assert!(
             f.memory < 2 << 20,
@@ -505,6 +509,34 @@ mod tests {
                 assert_eq!((s.depth, s.held), (9, Held::TooDeep), "{i}");
             }
         }
+    }
+
+    #[test]
+    fn when_runs_cannot_be_written_entries_stay_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("gone");
+        let v = Visited::with_budget(64 * 64 * 2 * ENTRY_BYTES, &sub).unwrap();
+        let n = 30_000u64;
+        for i in 0..n / 2 {
+            v.get_or_admit(hash(i), || seen(i, 1));
+        }
+        assert!(v.footprint().runs > 0);
+        // The directory disappears (or the disk fills): nothing more goes to disk, and
+        // nothing is lost.
+        std::fs::remove_dir_all(&sub).unwrap();
+        for i in n / 2..n {
+            assert!(v.get_or_admit(hash(i), || seen(i, 1)).1);
+        }
+        assert!(v
+            .spill
+            .as_ref()
+            .unwrap()
+            .write_failed
+            .load(Ordering::Relaxed));
+        for i in 0..n {
+            assert_eq!(v.get(hash(i)).map(|s| s.id), Some(i), "{i}");
+        }
+        assert_eq!(v.len() as u64, n);
     }
 
     #[test]
