@@ -455,6 +455,8 @@ pub struct Summary {
 pub struct Progress {
     pub(crate) stats: Arc<Stats>,
     frontier: Arc<std::sync::OnceLock<Arc<Frontier>>>,
+    /// Weak: a progress display outliving the run must not keep the visited set open.
+    gate: Arc<std::sync::OnceLock<std::sync::Weak<Gate>>>,
     pub(crate) started: Instant,
 }
 
@@ -465,6 +467,8 @@ pub struct ProgressSnapshot {
     pub run: RunCounts,
     /// Frontier counts.
     pub frontier: FrontierCounts,
+    /// Where the visited set is: memory and disk.
+    pub visited: Footprint,
 }
 
 impl Progress {
@@ -472,6 +476,7 @@ impl Progress {
         Progress {
             stats: Arc::new(Stats::default()),
             frontier: Arc::new(std::sync::OnceLock::new()),
+            gate: Arc::new(std::sync::OnceLock::new()),
             started: Instant::now(),
         }
     }
@@ -481,6 +486,12 @@ impl Progress {
         ProgressSnapshot {
             run: self.stats.snapshot(self.started.elapsed()),
             frontier: self.frontier.get().map(|f| f.counts()).unwrap_or_default(),
+            visited: self
+                .gate
+                .get()
+                .and_then(std::sync::Weak::upgrade)
+                .map(|g| g.visited_footprint())
+                .unwrap_or_default(),
         }
     }
 }
@@ -610,6 +621,7 @@ impl Crawler {
             .with_filter(filter)
             .with_visited(visited),
         );
+        let _ = progress.gate.set(Arc::downgrade(&gate));
 
         // Rebuild the visited set and the frontier from the store.
         let resumed = store.resume(|url| gate.restore_url(url))?;

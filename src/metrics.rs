@@ -97,7 +97,8 @@ pub fn render(s: &ProgressSnapshot) -> String {
     }
     let no_response = r.pages - r.by_class.iter().sum::<u64>();
     let _ = writeln!(out, "trawl_pages_total{{class=\"none\"}} {no_response}");
-    let simple: [(&str, &str, &str, u64); 9] = [
+    let v = &s.visited;
+    let simple: [(&str, &str, &str, u64); 11] = [
         (
             "trawl_failed_total",
             "counter",
@@ -141,6 +142,18 @@ pub fn render(s: &ProgressSnapshot) -> String {
             "gauge",
             "URLs waiting for another attempt.",
             f.retrying as u64,
+        ),
+        (
+            "trawl_visited_memory_bytes",
+            "gauge",
+            "Memory held by the visited set (see visited-memory).",
+            v.memory as u64,
+        ),
+        (
+            "trawl_visited_disk",
+            "gauge",
+            "Visited-set entries moved to disk past visited-memory.",
+            v.on_disk as u64,
         ),
     ];
     for (name, kind, help, value) in simple {

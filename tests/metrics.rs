@@ -54,6 +54,9 @@ async fn metrics_are_served_while_crawling() {
     assert!(value(&text, "trawl_fetch_duration_seconds_bucket{le=\"+Inf\"}") >= 5.0);
     assert!(value(&text, "trawl_bytes_total") > 0.0);
     assert!(text.contains("# TYPE trawl_in_flight gauge"));
+    // A small crawl: the visited set is in memory, none of it on disk.
+    assert!(value(&text, "trawl_visited_memory_bytes") > 0.0);
+    assert_eq!(value(&text, "trawl_visited_disk"), 0.0);
     let summary = crawl.await.unwrap().unwrap();
     assert_eq!(summary.outcome, trawl::Outcome::Finished);
     // The endpoint lives as long as the crawl.

@@ -72,7 +72,9 @@ async fn an_interrupted_crawl_past_visited_memory_resumes_without_refetching() {
     let pages = Arc::new(AtomicUsize::new(0));
     let stop = Arc::new(Notify::new());
     let (p, s) = (pages.clone(), stop.clone());
-    let first = Crawler::builder()
+    let seen_live = Arc::new(std::sync::Mutex::new(None));
+    let live = seen_live.clone();
+    let crawler = Crawler::builder()
         .db(&path)
         .seed(format!("{}/", server.base()))
         .concurrency(8)
@@ -84,12 +86,20 @@ async fn an_interrupted_crawl_past_visited_memory_resumes_without_refetching() {
             }
         })
         .build()
-        .unwrap()
-        .run(async move { stop.notified().await })
+        .unwrap();
+    let progress = crawler.progress();
+    let first = crawler
+        .run(async move {
+            stop.notified().await;
+            // What a progress display or the metrics endpoint reads while crawling.
+            *live.lock().unwrap() = Some(progress.snapshot().visited);
+        })
         .await
         .unwrap();
     assert_eq!(first.outcome, Outcome::Interrupted);
     assert!(first.visited.runs > 0, "{:?}", first.visited);
+    let live = seen_live.lock().unwrap().expect("read at the stop");
+    assert!(live.on_disk > 0 && live.memory > 0, "{live:?}");
 
     // The resume rebuilds the set from the store, past the budget again.
     let second = support::run::crawl(Crawler::builder().db(&path).visited_memory(BUDGET)).await;
