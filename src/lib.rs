@@ -22,7 +22,8 @@
 //! - [`config`]: every option, its default, validation and TOML.
 //! - [`url_norm`]: canonical URL keys and crawl scope (pure functions).
 //! - [`admit`]: the gate each discovered URL passes once (canonicalise, scope, visited).
-//! - [`visited`]: the visited set, keyed by 128-bit hashes of canonical keys.
+//! - [`visited`]: the visited set, keyed by 128-bit hashes of canonical keys, within a
+//!   memory budget (`visited-memory`): past it, sorted runs on disk behind Bloom filters.
 //! - [`frontier`]: per-host queues that spill to disk, and the [`frontier::dispatcher`],
 //!   the only sender into the bounded channel the workers read.
 //! - [`drain`]: the drain counter that says when the crawl is over.
