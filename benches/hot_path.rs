@@ -3,7 +3,8 @@
 //! store writer in pages + edges per second into a real SQLite file.
 //!
 //! `cargo bench --bench hot_path` measures; `cargo bench --bench hot_path -- --test` runs
-//! each benchmark once (a smoke test). Groups: `extract`, `canonical`, `admit`, `store`.
+//! each benchmark once (a smoke test). Groups: `extract`, `canonical`, `admit`, `store`,
+//! `visited`.
 //!
 //! The pages are generated, deterministic, and shaped like a real documentation site
 //! (DESIGN.md "Where the time goes": ~21 KB and ~86 links per page): a head with styles,
@@ -29,6 +30,7 @@ use trawl::store::{
 };
 use trawl::traps::Traps;
 use trawl::url_norm::{canonical_key_into, key_hash, Scope, ScopeMode};
+use trawl::visited::{Held, Seen, Visited};
 use trawl::LinkKind;
 
 /// Pages per benchmark pass; the site they come from has this many pages.
@@ -473,11 +475,51 @@ fn bench_store(c: &mut Criterion) {
     g.finish();
 }
 
+/// Lookups in a visited set of 500,000 URLs under a 1 MiB budget (35,000 URLs in
+/// memory): a URL still in memory, one moved to disk, and one never seen (the Bloom
+/// filters answer most of those without reading the disk).
+fn bench_visited(c: &mut Criterion) {
+    const N: u64 = 500_000;
+    let dir = tempfile::tempdir().unwrap();
+    let visited = Visited::with_budget(1 << 20, dir.path()).unwrap();
+    let hash = |i: u64| xxhash_rust::xxh3::xxh3_128(&i.to_le_bytes());
+    for i in 0..N {
+        visited.get_or_admit(hash(i), || Seen {
+            id: i,
+            depth: 1,
+            held: Held::No,
+        });
+    }
+    let mut g = c.benchmark_group("visited");
+    g.throughput(Throughput::Elements(1));
+    let mut i = 0u64;
+    g.bench_function("known_in_memory", |b| {
+        b.iter(|| {
+            i = (i + 1) % 10_000;
+            black_box(visited.get(hash(N - 1 - i)))
+        })
+    });
+    g.bench_function("known_on_disk", |b| {
+        b.iter(|| {
+            i = (i + 7_919) % 400_000;
+            black_box(visited.get(hash(i)))
+        })
+    });
+    g.bench_function("never_seen", |b| {
+        b.iter(|| {
+            i += 1;
+            black_box(visited.get(hash(N + i)))
+        })
+    });
+    g.finish();
+}
+
 criterion_group!(
     benches,
     bench_extract,
     bench_canonical,
     bench_admit,
-    bench_store
+    bench_store,
+    bench_visited
 );
 criterion_main!(benches);
