@@ -24,7 +24,6 @@ use crate::frontier::prepare::Preparer;
 use crate::frontier::{Frontier, FrontierCounts, HostPolicy};
 use crate::page::Reader;
 use crate::politeness::robots::product_token;
-use crate::retry::RetryPolicy;
 use crate::stats::{RunCounts, Stats};
 use crate::store::{now_ms, OpenMode, Pending, SqliteStore, StoreWriter};
 use crate::traps::Traps;
@@ -661,18 +660,11 @@ impl Crawler {
         let cancel = CancellationToken::new();
         let (tx, rx) = async_channel::bounded(config.concurrency);
         let robots_fetcher = fetcher.clone();
-        let agent = product_token(&config.user_agent).to_ascii_lowercase();
         let worker = Arc::new(Worker {
             reader: Reader {
-                fetcher,
-                retry: RetryPolicy {
-                    max_attempts: config.max_attempts,
-                    base: config.retry_backoff,
-                    max_retry_after: config.max_retry_after,
-                },
-                agent,
                 events: events.is_some(),
                 bodies: events.as_ref().is_some_and(|e| e.bodies),
+                ..Reader::new(fetcher, &config)
             },
             gate: gate.clone(),
             frontier: frontier.clone(),

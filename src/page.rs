@@ -12,9 +12,11 @@ use reqwest::header::{DATE, RETRY_AFTER};
 use url::Url;
 
 use crate::charset;
+use crate::config::CrawlConfig;
 use crate::events::Outlink;
 use crate::extract::{Extractor, Link};
 use crate::fetch::{Fetcher, Response};
+use crate::politeness::robots::product_token;
 use crate::retry::{self, RetryPolicy};
 use crate::store::{now_ms, PageRecord};
 
@@ -80,6 +82,21 @@ pub struct Extras {
 }
 
 impl Reader {
+    /// A reader with `config`'s retry policy and user agent, page events off.
+    pub fn new(fetcher: Fetcher, config: &CrawlConfig) -> Reader {
+        Reader {
+            fetcher,
+            retry: RetryPolicy {
+                max_attempts: config.max_attempts,
+                base: config.retry_backoff,
+                max_retry_after: config.max_retry_after,
+            },
+            agent: product_token(&config.user_agent).to_ascii_lowercase(),
+            events: false,
+            bodies: false,
+        }
+    }
+
     /// Fetch `url` (attempt number `attempts + 1`) and read its response.
     pub async fn read(&self, url: &Url, depth: u32, attempts: u32) -> Read {
         let start = Instant::now();

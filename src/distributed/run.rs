@@ -22,8 +22,6 @@ use crate::config::{ConfigPatch, CrawlConfig};
 use crate::crawler::{Outcome, Progress, Summary};
 use crate::fetch::Fetcher;
 use crate::page::Reader;
-use crate::politeness::robots::product_token;
-use crate::retry::RetryPolicy;
 use crate::store::now_ms;
 use crate::traps::Traps;
 use crate::url_norm::{host_key, Scope};
@@ -251,24 +249,14 @@ impl RedisCrawl {
             queue.bump().await?;
         }
 
-        let agent = product_token(&config.user_agent).to_ascii_lowercase();
+        let reader = Reader::new(fetcher, &config);
         let held: Arc<Held> = Arc::new(DashMap::new());
         let robots = Arc::new(RobotsCache::new(
-            (!config.ignore_robots).then(|| agent.clone()),
-            fetcher.clone(),
+            (!config.ignore_robots).then(|| reader.agent.clone()),
+            reader.fetcher.clone(),
         ));
         let worker = Arc::new(Worker {
-            reader: Reader {
-                fetcher,
-                retry: RetryPolicy {
-                    max_attempts: config.max_attempts,
-                    base: config.retry_backoff,
-                    max_retry_after: config.max_retry_after,
-                },
-                agent,
-                events: false,
-                bodies: false,
-            },
+            reader,
             queue: queue.clone(),
             rules: rules.clone(),
             robots: robots.clone(),

@@ -188,38 +188,52 @@ struct Shard {
     runs: Vec<Run>,
 }
 
+/// Where a lookup found an entry.
+#[derive(Clone, Copy)]
+enum Found {
+    /// In the young generation, at this slot.
+    Young(usize),
+    /// In the old generation, with this value.
+    Old(u64),
+    /// In a run on disk, with this value.
+    Disk(u64),
+}
+
 impl Shard {
+    fn find(&self, hash: u128, spill: Option<&Spill>) -> Option<Found> {
+        if self.young.len() > 0 {
+            if let (i, true) = self.young.find(hash) {
+                return Some(Found::Young(i));
+            }
+        }
+        let spill = spill?;
+        match self.old.get(hash) {
+            Some(v) => Some(Found::Old(v)),
+            None => self.in_runs(hash, spill).map(Found::Disk),
+        }
+    }
+
     /// The value of `hash`. Found in the old generation, the entry is copied into the
     /// young one, so URLs linked all the time (navigation) stay in memory; found on disk,
     /// it is not: copying every URL read back would write it to disk again and again.
     fn value(&mut self, hash: u128, spill: Option<&Spill>) -> Option<u64> {
-        if self.young.len() > 0 {
-            if let (i, true) = self.young.find(hash) {
-                return Some(*self.young.value_mut(i));
+        Some(match self.find(hash, spill)? {
+            Found::Young(i) => *self.young.value_mut(i),
+            Found::Old(v) => {
+                self.insert(hash, v, spill);
+                v
             }
-        }
-        let spill = spill?;
-        if let Some(v) = self.old.get(hash) {
-            self.insert(hash, v, Some(spill));
-            return Some(v);
-        }
-        self.in_runs(hash, spill)
+            Found::Disk(v) => v,
+        })
     }
 
-    /// The slot in `young` holding `hash`, copying the entry there from wherever it is,
-    /// to be changed.
-    fn locate(&mut self, hash: u128, spill: Option<&Spill>) -> Option<usize> {
-        if self.young.len() > 0 {
-            if let (i, true) = self.young.find(hash) {
-                return Some(i);
-            }
+    /// The slot in `young` holding what `find` found, copying the entry there to be
+    /// changed.
+    fn promote(&mut self, hash: u128, found: Found, spill: Option<&Spill>) -> usize {
+        match found {
+            Found::Young(i) => i,
+            Found::Old(v) | Found::Disk(v) => self.insert(hash, v, spill),
         }
-        let spill = spill?;
-        let value = match self.old.get(hash) {
-            Some(v) => v,
-            None => self.in_runs(hash, spill)?,
-        };
-        Some(self.insert(hash, value, Some(spill)))
     }
 
     fn in_runs(&self, hash: u128, spill: &Spill) -> Option<u64> {
@@ -339,10 +353,14 @@ impl Visited {
     /// Record a URL known from the store (resume).
     pub fn insert_known(&self, hash: u128, seen: Seen) {
         let mut s = self.shard(hash);
-        match s.locate(hash, self.spill.as_ref()) {
-            Some(i) => *s.young.value_mut(i) = seen.pack(),
+        let spill = self.spill.as_ref();
+        match s.find(hash, spill) {
+            Some(found) => {
+                let i = s.promote(hash, found, spill);
+                *s.young.value_mut(i) = seen.pack();
+            }
             None => {
-                s.insert(hash, seen.pack(), self.spill.as_ref());
+                s.insert(hash, seen.pack(), spill);
                 self.len.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -355,13 +373,8 @@ impl Visited {
         if let Some(v) = s.value(hash, self.spill.as_ref()) {
             return (Seen::unpack(v), false);
         }
-        if let Some(spill) = &self.spill {
-            s.make_room(spill);
-        }
-        s.young.reserve_one();
-        let (i, _) = s.young.find(hash);
         let seen = make();
-        s.young.put(i, hash, seen.pack());
+        s.insert(hash, seen.pack(), self.spill.as_ref());
         self.len.fetch_add(1, Ordering::Relaxed);
         (seen, true)
     }
@@ -372,13 +385,17 @@ impl Visited {
     pub fn found_again(&self, hash: u128, depth: u32, follow: bool, max_depth: u32) -> Lowered {
         let mut s = self.shard(hash);
         let spill = self.spill.as_ref();
-        match s.value(hash, spill) {
-            Some(v) if Seen::unpack(v).news(depth, follow) => {}
-            _ => return Lowered::No,
+        let Some(found) = s.find(hash, spill) else {
+            return Lowered::No;
+        };
+        let value = match found {
+            Found::Young(i) => *s.young.value_mut(i),
+            Found::Old(v) | Found::Disk(v) => v,
+        };
+        if !Seen::unpack(value).news(depth, follow) {
+            return Lowered::No;
         }
-        let i = s
-            .locate(hash, spill)
-            .expect("found just above, under the same lock");
+        let i = s.promote(hash, found, spill);
         let slot = s.young.value_mut(i);
         let mut seen = Seen::unpack(*slot);
         let shorter = depth < seen.depth;
