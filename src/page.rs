@@ -240,20 +240,39 @@ impl Reader {
         };
         // Gather the first bytes until the encoding is decided (usually at once: a BOM
         // or the header decides; otherwise a <meta> or the detector needs a few KB).
-        let mut prefix: Vec<u8> = first.map(|b| b.to_vec()).unwrap_or_default();
+        // The first chunk (often the whole page) is kept as it came; bytes are copied only
+        // in the rare case that deciding needs more than one chunk.
+        let mut first: bytes::Bytes = first.unwrap_or_default();
+        let mut joined: Vec<u8> = Vec::new();
         let mut ended = false;
         let decided = loop {
-            if let Some(d) = charset::decide(&prefix, header_charset, ended) {
+            let prefix = if joined.is_empty() {
+                &first[..]
+            } else {
+                &joined[..]
+            };
+            if let Some(d) = charset::decide(prefix, header_charset, ended) {
                 break d;
             }
             match resp.chunk().await {
-                Ok(Some(chunk)) => prefix.extend_from_slice(&chunk),
+                Ok(Some(chunk)) if first.is_empty() => first = chunk,
+                Ok(Some(chunk)) => {
+                    if joined.is_empty() {
+                        joined.extend_from_slice(&first);
+                    }
+                    joined.extend_from_slice(&chunk);
+                }
                 Ok(None) => ended = true,
                 Err(e) => {
                     fail(rec, e.kind(), e.to_string());
                     ended = true;
                 }
             }
+        };
+        let prefix = if joined.is_empty() {
+            &first[..]
+        } else {
+            &joined[..]
         };
         let (label, transcode) = charset::for_extractor(decided.encoding);
         let mut transcoder = transcode.then(|| charset::Transcoder::new(decided.encoding));
@@ -264,7 +283,7 @@ impl Reader {
             None => extractor.write(bytes),
         };
         if let Some(body) = &mut extras.body {
-            body.extend_from_slice(&prefix);
+            body.extend_from_slice(prefix);
         }
         let mut parse_error = feed(
             &mut extractor,
@@ -272,7 +291,7 @@ impl Reader {
             ended,
         )
         .err();
-        drop(prefix);
+        drop((first, joined));
         while parse_error.is_none() && !ended {
             match resp.chunk().await {
                 Ok(Some(chunk)) => {
@@ -375,7 +394,7 @@ fn is_html(content_type: &str) -> bool {
 }
 
 /// The `charset` parameter of a Content-Type.
-fn charset_of(content_type: &str) -> Option<&str> {
+pub(crate) fn charset_of(content_type: &str) -> Option<&str> {
     content_type.split(';').skip(1).find_map(|p| {
         let (k, v) = p.split_once('=')?;
         k.trim()
