@@ -206,6 +206,7 @@ fn write_pending(tx: &Transaction<'_>, pending: &Pending) -> rusqlite::Result<()
     insert_rows(
         tx,
         "INSERT INTO urls (id, key, url, host_id, depth, state, skip_reason, referrer) VALUES ",
+        None,
         8,
         &urls,
         |st, i, u| {
@@ -227,6 +228,7 @@ fn write_pending(tx: &Transaction<'_>, pending: &Pending) -> rusqlite::Result<()
     insert_rows(
         tx,
         "INSERT INTO spill (host_id, url_id) VALUES ",
+        None,
         2,
         &spills,
         |st, i, (h, u)| {
@@ -298,17 +300,18 @@ fn write_page(tx: &Transaction<'_>, rec: &PageRecord) -> rusqlite::Result<()> {
         rec.noindex,
     ])?;
     debug_assert_eq!(changed, 1, "page {} has no row", rec.id);
+    // `src` is the page for every row: bound once per statement as ?1.
     insert_rows(
         tx,
         "INSERT INTO edges (src, dst, kind, nofollow, anchor) VALUES ",
-        5,
+        Some(rec.id as i64),
+        4,
         &rec.edges,
         |st, i, e| {
-            st.raw_bind_parameter(i, rec.id as i64)?;
-            st.raw_bind_parameter(i + 1, e.dst as i64)?;
-            st.raw_bind_parameter(i + 2, e.kind.code())?;
-            st.raw_bind_parameter(i + 3, e.nofollow)?;
-            st.raw_bind_parameter(i + 4, &e.anchor)
+            st.raw_bind_parameter(i, e.dst as i64)?;
+            st.raw_bind_parameter(i + 1, e.kind.code())?;
+            st.raw_bind_parameter(i + 2, e.nofollow)?;
+            st.raw_bind_parameter(i + 3, &e.anchor)
         },
     )
 }
@@ -319,33 +322,45 @@ fn write_page(tx: &Transaction<'_>, rec: &PageRecord) -> rusqlite::Result<()> {
 const ROWS_PER_INSERT: [usize; 3] = [32, 8, 1];
 
 /// `INSERT ... VALUES (?, ...), (?, ...), ...` for `rows`, `width` columns each;
-/// `bind(statement, first parameter index, row)` binds one row's values.
+/// `bind(statement, first parameter index, row)` binds one row's values. With `first`, every
+/// row starts with one more column, the same value in all rows, bound once as `?1`.
 fn insert_rows<T>(
     tx: &Transaction<'_>,
     head: &str,
+    first: Option<i64>,
     width: usize,
     rows: &[T],
     mut bind: impl FnMut(&mut Statement<'_>, usize, &T) -> rusqlite::Result<()>,
 ) -> rusqlite::Result<()> {
+    // SQLite numbers a bare `?` one past the largest number so far, so after `?1` the
+    // rows' own parameters run from 2.
+    let (lead, start) = match first {
+        Some(_) => ("?1,", 2),
+        None => ("", 1),
+    };
     let mut rest = rows;
     for size in ROWS_PER_INSERT {
         if rest.len() < size {
             continue;
         }
-        let mut sql = String::with_capacity(head.len() + size * (width * 2 + 3));
+        let mut sql = String::with_capacity(head.len() + size * (width * 2 + lead.len() + 3));
         sql.push_str(head);
         for r in 0..size {
             sql.push_str(if r == 0 { "(" } else { ",(" });
+            sql.push_str(lead);
             for c in 0..width {
                 sql.push_str(if c == 0 { "?" } else { ",?" });
             }
             sql.push(')');
         }
         let mut st = tx.prepare_cached(&sql)?;
+        if let Some(v) = first {
+            st.raw_bind_parameter(1, v)?;
+        }
         while rest.len() >= size {
             let (chunk, after) = rest.split_at(size);
             for (r, row) in chunk.iter().enumerate() {
-                bind(&mut st, r * width + 1, row)?;
+                bind(&mut st, start + r * width, row)?;
             }
             st.raw_execute()?;
             rest = after;
