@@ -20,6 +20,8 @@ use url::Url;
 
 use crate::link::LinkKind;
 
+mod anchor;
+
 /// Hard cap on lol_html's buffers, so a hostile page (say an attribute value that never
 /// ends) costs an error instead of the process.
 const MAX_PARSER_MEMORY: usize = 16 << 20;
@@ -30,9 +32,9 @@ const MAX_TITLE_CHARS: usize = 1024;
 /// Raw title text buffered before decoding. Well above what [`MAX_TITLE_CHARS`] needs even
 /// when every char is spelled as an entity, and small enough not to matter per worker.
 const MAX_TITLE_RAW_BYTES: usize = 16 << 10;
-/// Longest anchor text kept, in characters, and raw bytes gathered for it.
+/// Longest anchor text kept, in characters, and bytes of it collapsed before the cut.
 const MAX_ANCHOR_CHARS: usize = 256;
-const MAX_ANCHOR_RAW_BYTES: usize = 2 << 10;
+const MAX_ANCHOR_COLLAPSED_BYTES: usize = 2 << 10;
 
 /// Schemes that are never crawlable, dropped before spending a URL parse on them.
 const SKIPPED_SCHEMES: [&str; 4] = ["javascript", "mailto", "tel", "data"];
@@ -79,6 +81,12 @@ pub struct Extractor {
     /// `None` once lol_html has failed: it panics if used again after an error.
     rewriter: Option<HtmlRewriter<'static, Sink>>,
     state: Shared,
+    /// Bytes fed before the current chunk: where it starts in the page.
+    fed: usize,
+    /// The anchor whose text runs past the bytes fed so far: its link and its scanner.
+    open_anchor: Option<(usize, anchor::Scanner)>,
+    /// Its raw text so far (one buffer, reused by every anchor of the page).
+    anchor_text: Vec<u8>,
 }
 
 impl Extractor {
@@ -94,6 +102,9 @@ impl Extractor {
 
     fn with_memory_limit(base: Url, encoding: Option<&str>, limit: usize) -> Extractor {
         let mut state = State::new(base);
+        let declared = encoding.and_then(ascii_compatible);
+        state.text_encoding = declared.map_or(encoding_rs::UTF_8, |e| e.into());
+        state.follow_meta_charset = encoding.is_none();
         // Browsers encode a link's query in the document's encoding (the path is always
         // UTF-8), so a legacy page's `?q=café` reaches the server as the page meant it.
         state.query_encoding = encoding
@@ -102,9 +113,7 @@ impl Extractor {
         let state: Shared = Arc::new(Mutex::new(state));
         let settings = Settings {
             element_content_handlers: handlers(&state),
-            encoding: encoding
-                .and_then(ascii_compatible)
-                .unwrap_or_else(AsciiCompatibleEncoding::utf_8),
+            encoding: declared.unwrap_or_else(AsciiCompatibleEncoding::utf_8),
             memory_settings: MemorySettings {
                 max_allowed_memory_usage: limit,
                 ..MemorySettings::new()
@@ -119,6 +128,9 @@ impl Extractor {
         Extractor {
             rewriter: Some(rewriter),
             state,
+            fed: 0,
+            open_anchor: None,
+            anchor_text: Vec::new(),
         }
     }
 
@@ -130,17 +142,52 @@ impl Extractor {
             self.rewriter = None;
             return Err(ExtractError::Parse(e.to_string()));
         }
+        self.read_anchors(chunk);
+        self.fed += chunk.len();
         Ok(())
     }
 
+    /// Reads the text of the anchors that `chunk` continues or starts, found by the
+    /// handlers while lol_html read it.
+    fn read_anchors(&mut self, chunk: &[u8]) {
+        let mut state = lock(&self.state);
+        if let Some((link, scanner)) = &mut self.open_anchor {
+            if scanner.feed(chunk, &mut self.anchor_text) == anchor::Fed::Ended {
+                state.set_anchor(*link, &mut self.anchor_text);
+                self.open_anchor = None;
+            }
+        }
+        for i in 0..state.anchor_starts.len() {
+            let (link, text_at) = state.anchor_starts[i];
+            // A new anchor ends the one before, whatever the scanner made of the markup.
+            if let Some((open, _)) = self.open_anchor.take() {
+                state.set_anchor(open, &mut self.anchor_text);
+            }
+            // A start tag is reported once its `>` is read, so its text starts in this
+            // chunk, or right at its start when the tag ended the chunk before.
+            let from = text_at.saturating_sub(self.fed).min(chunk.len());
+            let mut scanner = anchor::Scanner::new();
+            match scanner.feed(&chunk[from..], &mut self.anchor_text) {
+                anchor::Fed::Ended => state.set_anchor(link, &mut self.anchor_text),
+                anchor::Fed::More => self.open_anchor = Some((link, scanner)),
+            }
+        }
+        state.anchor_starts.clear();
+    }
+
     /// No more bytes: finishes the parse and returns what was found.
-    pub fn end(self) -> Result<Extracted, ExtractError> {
-        let rewriter = self.rewriter.ok_or_else(already_failed)?;
+    pub fn end(mut self) -> Result<Extracted, ExtractError> {
+        let rewriter = self.rewriter.take().ok_or_else(already_failed)?;
         rewriter
             .end()
             .map_err(|e| ExtractError::Parse(e.to_string()))?;
+        // Tags lol_html held back until the end start their anchors here, with no text.
+        self.read_anchors(&[]);
         let mut state = lock(&self.state);
-        state.finish_anchor();
+        // An anchor still open at the end of the page keeps the text it has.
+        if let Some((link, _)) = self.open_anchor.take() {
+            state.set_anchor(link, &mut self.anchor_text);
+        }
         Ok(Extracted {
             links: std::mem::take(&mut state.links),
             title: state.title.as_ref().and_then(|t| finish_title(&t.text)),
@@ -193,10 +240,17 @@ struct State {
     svg_depth: u32,
     meta_nofollow: bool,
     meta_noindex: bool,
-    /// The `<a>` being read: its index in `links` and its text so far.
-    anchor: Option<(usize, TitleText)>,
+    /// `<a href>` start tags reported by lol_html and not read yet: the index of their
+    /// link and the position in the page right after the tag.
+    anchor_starts: Vec<(usize, usize)>,
+    /// What the page's bytes are in (for anchor text, which is read from them).
+    text_encoding: &'static encoding_rs::Encoding,
+    /// No encoding was given, so a `<meta charset>` sets it, as it does lol_html's.
+    follow_meta_charset: bool,
     /// The document's encoding when it is not UTF-8, for query strings.
     query_encoding: Option<&'static encoding_rs::Encoding>,
+    /// Reused by [`State::resolve`] for each link.
+    scratch: String,
 }
 
 impl State {
@@ -204,30 +258,59 @@ impl State {
         State {
             base,
             base_seen: false,
-            links: Vec::new(),
+            // Pages have dozens of links: start past the first few doublings.
+            links: Vec::with_capacity(32),
             title: None,
             title_open: false,
             svg_depth: 0,
             meta_nofollow: false,
             meta_noindex: false,
-            anchor: None,
+            anchor_starts: Vec::new(),
+            text_encoding: encoding_rs::UTF_8,
+            follow_meta_charset: false,
             query_encoding: None,
+            scratch: String::new(),
         }
     }
 
-    /// The `<a>` ended: its text becomes the link's anchor.
-    fn finish_anchor(&mut self) {
-        if let Some((i, text)) = self.anchor.take() {
-            if let Some(link) = self.links.get_mut(i) {
-                link.anchor = finish_collapsed(text.text, MAX_ANCHOR_CHARS);
-            }
+    /// The anchor of link `i` ended: `raw`, its text as in the page, becomes the link's
+    /// anchor text. Leaves `raw` empty for the next anchor.
+    fn set_anchor(&mut self, i: usize, raw: &mut Vec<u8>) {
+        if raw.is_empty() {
+            return;
         }
+        let decoded = decode_text(raw, self.text_encoding);
+        let anchor = if is_plain(&decoded) {
+            // Most anchors are a few words already as stored: copied once, as they are.
+            Some(decoded.into_owned())
+        } else {
+            let mut text = TitleText::default();
+            text.push(&decoded, MAX_ANCHOR_COLLAPSED_BYTES);
+            finish_collapsed(text.text, MAX_ANCHOR_CHARS)
+        };
+        if let Some(link) = self.links.get_mut(i) {
+            link.anchor = anchor;
+        }
+        raw.clear();
     }
 
     /// `value` resolved against the base, its query encoded in the document's encoding.
-    fn resolve(&self, value: &str) -> Option<Url> {
+    fn resolve(&mut self, value: &str) -> Option<Url> {
+        // `url` sizes the new URL's string by the length of its input, so a relative link
+        // (`/p/12`) is reallocated twice as the base and then the path are copied in. Spaces
+        // appended to the input make room for the base up front; the parser strips trailing
+        // spaces (as the URL standard says), so the result is the same.
+        let padded = &mut self.scratch;
+        padded.clear();
+        padded.push_str(value);
+        const SPACES: &str = match std::str::from_utf8(&[b' '; 256]) {
+            Ok(s) => s,
+            Err(_) => unreachable!(),
+        };
+        padded.push_str(&SPACES[..SPACES.len().min(self.base.as_str().len() + 8)]);
+        let options = Url::options().base_url(Some(&self.base));
         match self.query_encoding {
-            None => self.base.join(value).ok(),
+            None => options.parse(padded).ok(),
             Some(enc) => {
                 fn with(
                     enc: &'static encoding_rs::Encoding,
@@ -235,11 +318,7 @@ impl State {
                     move |s| enc.encode(s).0
                 }
                 let encode = with(enc);
-                Url::options()
-                    .base_url(Some(&self.base))
-                    .encoding_override(Some(&encode))
-                    .parse(value)
-                    .ok()
+                options.encoding_override(Some(&encode)).parse(padded).ok()
             }
         }
     }
@@ -310,17 +389,19 @@ struct Selectors {
     title: Selector,
 }
 
-/// Parsed once per process, borrowed by every rewriter.
+/// Parsed once per process, borrowed by every rewriter. Tag names only: the handlers look
+/// for the attribute anyway, and an attribute test in the selector is compiled per page
+/// and run per element besides.
 static SELECTORS: LazyLock<Selectors> = LazyLock::new(|| {
     let parse = |s: &str| s.parse::<Selector>().expect("static selector is valid");
     Selectors {
-        a: parse("a[href]"),
-        area: parse("area[href]"),
-        link: parse("link[href]"),
-        iframe: parse("iframe[src]"),
-        frame: parse("frame[src]"),
-        base: parse("base[href]"),
-        meta: parse("meta[name]"),
+        a: parse("a"),
+        area: parse("area"),
+        link: parse("link"),
+        iframe: parse("iframe"),
+        frame: parse("frame"),
+        base: parse("base"),
+        meta: parse("meta"),
         svg: parse("svg"),
         title: parse("title"),
     }
@@ -331,11 +412,9 @@ type Handlers = Vec<(Cow<'static, Selector>, ElementContentHandlers<'static>)>;
 fn handlers(state: &Shared) -> Handlers {
     let s = &*SELECTORS;
     vec![
-        // One entry for both handlers of `a`: each entry is a selector to compile per page
-        // and to match per element.
         (
             Cow::Borrowed(&s.a),
-            with_anchor_text(state, link_handler(state, "href", LinkKind::A)),
+            link_handler(state, "href", LinkKind::A),
         ),
         (
             Cow::Borrowed(&s.area),
@@ -383,30 +462,12 @@ fn link_handler(
             }
         }
         let mut s = lock(&state);
-        // The text handler only sees text inside an `<a href>`, so the previous anchor's
-        // text is complete once the next one starts (or the page ends): no end-tag
-        // handler per link is needed.
-        if kind == LinkKind::A {
-            s.finish_anchor();
-        }
         let before = s.links.len();
         s.push_link(&value, kind, nofollow);
         if kind == LinkKind::A && s.links.len() > before {
-            s.anchor = Some((before, TitleText::default()));
-        }
-        Ok(())
-    })
-}
-
-/// Adds to `handlers` the collection of the text of the `<a>` whose link was pushed last.
-fn with_anchor_text(
-    state: &Shared,
-    handlers: ElementContentHandlers<'static>,
-) -> ElementContentHandlers<'static> {
-    let state = Arc::clone(state);
-    handlers.text(move |chunk: &mut TextChunk<'_>| {
-        if let Some((_, text)) = lock(&state).anchor.as_mut() {
-            text.push(chunk.as_str(), MAX_ANCHOR_RAW_BYTES);
+            // Its text is read from the page's bytes after the tag (see `anchor`).
+            s.anchor_starts
+                .push((before, el.source_location().bytes().end));
         }
         Ok(())
     })
@@ -434,8 +495,56 @@ fn meta_handler(state: &Shared) -> ElementContentHandlers<'static> {
                 lock(&state).read_robots_meta(&content);
             }
         }
+        let mut s = lock(&state);
+        if s.follow_meta_charset {
+            // The same rule lol_html follows to switch its own decoding: the first `<meta>`
+            // that names an ASCII-compatible encoding.
+            let label = el.get_attribute("charset").or_else(|| {
+                let equiv = el.get_attribute("http-equiv")?;
+                if !equiv.trim().eq_ignore_ascii_case("content-type") {
+                    return None;
+                }
+                let content = el.get_attribute("content")?;
+                crate::page::charset_of(&content).map(str::to_owned)
+            });
+            if let Some(encoding) = label.as_deref().and_then(ascii_compatible) {
+                s.text_encoding = encoding.into();
+                s.follow_meta_charset = false;
+            }
+        }
         Ok(())
     })
+}
+
+/// Text that decoding, collapsing and cutting would leave as it is: no character
+/// reference, single spaces between words, nothing to cut.
+fn is_plain(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let (Some(first), Some(last)) = (bytes.first(), bytes.last()) else {
+        return false;
+    };
+    bytes.len() <= MAX_ANCHOR_CHARS
+        && *first != b' '
+        && *last != b' '
+        && !bytes.windows(2).any(|w| w == b"  ")
+        && !bytes
+            .iter()
+            .any(|&b| b == b'&' || (b.is_ascii_whitespace() && b != b' '))
+}
+
+/// `raw`, text in `encoding` as the page has it, as a string. A char cut short at the end
+/// (anchor text is capped in bytes) is dropped.
+fn decode_text<'a>(raw: &'a [u8], encoding: &'static encoding_rs::Encoding) -> Cow<'a, str> {
+    if encoding != encoding_rs::UTF_8 {
+        return encoding.decode_without_bom_handling(raw).0;
+    }
+    match std::str::from_utf8(raw) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(e) if e.error_len().is_none() => {
+            Cow::Borrowed(std::str::from_utf8(&raw[..e.valid_up_to()]).unwrap_or_default())
+        }
+        Err(_) => String::from_utf8_lossy(raw),
+    }
 }
 
 /// An SVG `<title>` is a tooltip, not the page's title. lol_html can't tell: it reports the
@@ -850,6 +959,26 @@ mod tests {
     }
 
     #[test]
+    fn anchor_text_in_the_page_encoding() {
+        let base = Url::parse("http://a.example/").unwrap();
+        let x = extract(&base, Some("windows-1252"), b"<a href=/1>Caf\xe9</a>").unwrap();
+        assert_eq!(x.links[0].anchor.as_deref(), Some("Café"));
+        // No label: the page's <meta> decides, and the text is read byte by byte.
+        let html = b"<meta charset=windows-1252><a href=/1>Caf\xe9 <i>cr\xe8me</i></a>";
+        let mut e = Extractor::new(base.clone(), None);
+        for byte in html.chunks(1) {
+            e.write(byte).unwrap();
+        }
+        let links = e.end().unwrap().links;
+        assert_eq!(links[0].anchor.as_deref(), Some("Café crème"));
+        // UTF-8 cut inside a character by the cap keeps the whole characters.
+        assert_eq!(
+            decode_text("né".as_bytes().split_last().unwrap().1, encoding_rs::UTF_8),
+            "n"
+        );
+    }
+
+    #[test]
     fn extractor_is_send() {
         fn assert_send<T: Send>() {}
         assert_send::<Extractor>();
@@ -1078,6 +1207,18 @@ mod tests {
                 slow.push_chars(p, max);
             }
             proptest::prop_assert_eq!(fast.text, slow.text);
+        }
+
+        #[test]
+        fn plain_text_is_what_collapsing_leaves(text in "( ?[aé]{1,8}){0,60}[ \t&a]?") {
+            if is_plain(&text) {
+                let mut t = TitleText::default();
+                t.push(&text, MAX_ANCHOR_COLLAPSED_BYTES);
+                proptest::prop_assert_eq!(
+                    finish_collapsed(t.text, MAX_ANCHOR_CHARS),
+                    Some(text.clone())
+                );
+            }
         }
     }
 
