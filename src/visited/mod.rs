@@ -11,15 +11,17 @@
 //! always 75-85% full, about 30 bytes per URL.
 //!
 //! **Memory stays within a budget** (`visited-memory`). Each shard keeps two
-//! generations in memory: new URLs go into the young one; when it holds its share of the
-//! budget, the old generation is written to disk as a sorted run (`run`) and the young
-//! one becomes old. A lookup tries young, then old, then the runs newest first, each
-//! behind a Bloom filter (`bloom`), so a URL never seen costs no disk read 99 times in
-//! 100. An entry found in the old generation is copied into the young one, so links on
-//! every page (navigation) stay in memory; one read from disk is not (that would write
-//! it out again and again) unless it changes (a shorter depth): a change is made in the
-//! young generation, which is always the newest. Runs are merged pairwise when the newer one is at least
-//! half the size of the one before, so a shard holds a handful of runs. What stays in
+//! generations in memory: new URLs go into the young one; when the two together hold the
+//! shard's share of the budget, the old generation is written to disk as a sorted run
+//! (`run`) and the young one becomes old. A lookup tries young, then old, then the runs
+//! newest first, each behind a Bloom filter (`bloom`), so a URL never seen costs no disk
+//! read 99 times in 100. An entry found in the old generation moves to the young one, so
+//! what goes to disk is what was not looked up for a generation, and a set that fits the
+//! budget stays in memory however it is looked up; an entry read from disk is not copied
+//! back (that would write it out again and again) unless it changes (a shorter depth): a
+//! change is made in the young generation, which is always the newest. Runs are merged
+//! pairwise when the newer one is at least half the size of the one before, so a shard
+//! holds a handful of runs. What stays in
 //! memory per URL on disk is the Bloom filter and the block index, under 1.5 bytes.
 //!
 //! Runs are a cache of the store, not a second source of truth: their files are unlinked
@@ -193,8 +195,8 @@ struct Shard {
 enum Found {
     /// In the young generation, at this slot.
     Young(usize),
-    /// In the old generation, with this value.
-    Old(u64),
+    /// In the old generation, at this slot, with this value.
+    Old(usize, u64),
     /// In a run on disk, with this value.
     Disk(u64),
 }
@@ -207,32 +209,40 @@ impl Shard {
             }
         }
         let spill = spill?;
-        match self.old.get(hash) {
-            Some(v) => Some(Found::Old(v)),
-            None => self.in_runs(hash, spill).map(Found::Disk),
+        if self.old.len() > 0 {
+            if let (i, true) = self.old.find(hash) {
+                return Some(Found::Old(i, self.old.value_at(i)));
+            }
         }
+        self.in_runs(hash, spill).map(Found::Disk)
     }
 
-    /// The value of `hash`. Found in the old generation, the entry is copied into the
-    /// young one, so URLs linked all the time (navigation) stay in memory; found on disk,
-    /// it is not: copying every URL read back would write it to disk again and again.
+    /// The value of `hash`. Found in the old generation, the entry moves to the young
+    /// one, so URLs linked all the time (navigation) stay in memory; found on disk, it
+    /// does not: copying every URL read back would write it to disk again and again.
     fn value(&mut self, hash: u128, spill: Option<&Spill>) -> Option<u64> {
         Some(match self.find(hash, spill)? {
             Found::Young(i) => *self.young.value_mut(i),
-            Found::Old(v) => {
-                self.insert(hash, v, spill);
+            found @ Found::Old(_, v) => {
+                self.promote(hash, found, spill);
                 v
             }
             Found::Disk(v) => v,
         })
     }
 
-    /// The slot in `young` holding what `find` found, copying the entry there to be
-    /// changed.
+    /// The slot in `young` holding what `find` found, moving an old entry there or
+    /// copying one from disk, to be changed.
     fn promote(&mut self, hash: u128, found: Found, spill: Option<&Spill>) -> usize {
         match found {
             Found::Young(i) => i,
-            Found::Old(v) | Found::Disk(v) => self.insert(hash, v, spill),
+            Found::Old(i, v) => {
+                // Out of the old generation first: inserting may send it to disk.
+                self.old.remove_at(i);
+                self.old.shrink_if_sparse();
+                self.insert(hash, v, spill)
+            }
+            Found::Disk(v) => self.insert(hash, v, spill),
         }
     }
 
@@ -258,10 +268,12 @@ impl Shard {
         i
     }
 
-    /// When the young generation is full, the old one goes to disk and the young one
-    /// takes its place.
+    /// When the shard holds its share of the budget, the old generation (what was not
+    /// looked up since it became old) goes to disk and the young one takes its place.
     fn make_room(&mut self, spill: &Spill) {
-        if self.young.len() < spill.generation || spill.write_failed.load(Ordering::Relaxed) {
+        if self.young.len() + self.old.len() < 2 * spill.generation
+            || spill.write_failed.load(Ordering::Relaxed)
+        {
             return;
         }
         if self.old.len() > 0 {
@@ -390,7 +402,7 @@ impl Visited {
         };
         let value = match found {
             Found::Young(i) => *s.young.value_mut(i),
-            Found::Old(v) | Found::Disk(v) => v,
+            Found::Old(_, v) | Found::Disk(v) => v,
         };
         if !Seen::unpack(value).news(depth, follow) {
             return Lowered::No;
@@ -491,6 +503,26 @@ mod tests {
         assert!((n..n + 10_000).all(|i| v.get(hash(i)).is_none()));
         // The files are unlinked: the directory stays empty.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_set_within_the_budget_stays_in_memory_however_it_is_looked_up() {
+        let dir = tempfile::tempdir().unwrap();
+        // 64 entries per generation per shard: 128 per shard in memory, 8,192 in all.
+        let v = Visited::with_budget(64 * 64 * 2 * ENTRY_BYTES, dir.path()).unwrap();
+        let n = 6_000u64;
+        let mut rng = fastrand::Rng::with_seed(3);
+        for i in 0..n {
+            v.get_or_admit(hash(i), || seen(i, 1));
+            // Links to pages seen before, all over the set: each moves its entry to the
+            // young generation, which must not push the rest out.
+            for _ in 0..3 {
+                let j = rng.u64(..=i);
+                assert_eq!(v.get(hash(j)).map(|s| s.id), Some(j));
+            }
+        }
+        let f = v.footprint();
+        assert_eq!((f.runs, f.on_disk), (0, 0), "{f:?}");
     }
 
     #[test]

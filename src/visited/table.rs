@@ -2,6 +2,11 @@
 //! (low hash, high hash, packed value), laid out for memory (see the module doc of
 //! `visited`).
 
+/// The slot a hash's low half starts its probe at (the high half picked the shard).
+fn home(lo: u64, cap: usize) -> usize {
+    ((u128::from(lo) * cap as u128) >> 64) as usize
+}
+
 /// A value `Seen::pack` never produces (held is at most 2): marks a free slot.
 pub(super) const EMPTY: u64 = u64::MAX;
 
@@ -29,8 +34,7 @@ impl Table {
     pub(super) fn find(&self, hash: u128) -> (usize, bool) {
         let (lo, hi) = (hash as u64, (hash >> 64) as u64);
         let cap = self.slots.len();
-        // The low half picks the home slot (the high half picked the shard).
-        let mut i = ((u128::from(lo) * cap as u128) >> 64) as usize;
+        let mut i = home(lo, cap);
         loop {
             let s = &self.slots[i];
             if s[2] == EMPTY {
@@ -46,19 +50,50 @@ impl Table {
         }
     }
 
-    pub(super) fn get(&self, hash: u128) -> Option<u64> {
-        if self.len == 0 {
-            return None;
-        }
-        match self.find(hash) {
-            (i, true) => Some(self.slots[i][2]),
-            _ => None,
-        }
-    }
-
     /// The value in slot `i` (a slot `find` reported as holding the hash).
     pub(super) fn value_mut(&mut self, i: usize) -> &mut u64 {
         &mut self.slots[i][2]
+    }
+
+    /// The value in slot `i` (a slot `find` reported as holding the hash).
+    pub(super) fn value_at(&self, i: usize) -> u64 {
+        self.slots[i][2]
+    }
+
+    /// Removes the entry in slot `i` (a slot `find` reported as holding the hash). The
+    /// entries after it in its probe run move back into the gap where their own probe
+    /// allows, so lookups need no tombstones.
+    pub(super) fn remove_at(&mut self, i: usize) {
+        let cap = self.slots.len();
+        let mut hole = i;
+        let mut j = i;
+        loop {
+            j = if j + 1 == cap { 0 } else { j + 1 };
+            let s = self.slots[j];
+            if s[2] == EMPTY {
+                break;
+            }
+            // The entry may fill the hole if the hole lies between its home slot and
+            // where it sits, i.e. on its probe path.
+            let from_home = (j + cap - home(s[0], cap)) % cap;
+            let from_hole = (j + cap - hole) % cap;
+            if from_home >= from_hole {
+                self.slots[hole] = s;
+                hole = j;
+            }
+        }
+        self.slots[hole] = [0, 0, EMPTY];
+        self.len -= 1;
+    }
+
+    /// Gives slots back once at most a third are used (entries removed), so the memory
+    /// held follows the entries held.
+    pub(super) fn shrink_if_sparse(&mut self) {
+        let cap = self.slots.len();
+        if cap <= 64 || self.len * 3 > cap {
+            return;
+        }
+        self.rebuild(Table::with_room(self.len).slots.len());
     }
 
     /// Make room for one more entry, keeping at most 85% of slots used.
@@ -70,8 +105,12 @@ impl Table {
         if (self.len + 1) * 20 <= cap * 17 {
             return;
         }
-        let new_cap = (cap + cap / 8).max(64);
-        let old = std::mem::replace(&mut self.slots, vec![[0, 0, EMPTY]; new_cap]);
+        self.rebuild((cap + cap / 8).max(64));
+    }
+
+    /// The same entries in `cap` slots.
+    fn rebuild(&mut self, cap: usize) {
+        let old = std::mem::replace(&mut self.slots, vec![[0, 0, EMPTY]; cap]);
         for s in old.into_iter().filter(|s| s[2] != EMPTY) {
             let (i, _) = self.find(u128::from(s[0]) | u128::from(s[1]) << 64);
             self.slots[i] = s;
@@ -110,5 +149,49 @@ impl Table {
     #[cfg(test)]
     pub(super) fn slots(&self) -> usize {
         self.slots.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn removals_keep_every_other_entry_findable() {
+        // Hashes with few distinct home slots make long probe runs that wrap around.
+        let mut rng = fastrand::Rng::with_seed(7);
+        let mut t = Table::with_room(0);
+        let mut model = HashMap::new();
+        for step in 0..6_000u64 {
+            let hash = u128::from(rng.u64(..)) << 64 | u128::from(rng.u64(..64) << 58);
+            if rng.u8(..3) == 0 && !model.is_empty() {
+                let (&h, _) = model.iter().next().unwrap();
+                let (i, found) = t.find(h);
+                assert!(found);
+                t.remove_at(i);
+                model.remove(&h);
+                t.shrink_if_sparse();
+            } else if let (_, false) = t.find(hash) {
+                t.reserve_one();
+                let (i, _) = t.find(hash);
+                t.put(i, hash, step);
+                model.insert(hash, step);
+            }
+            assert_eq!(t.len(), model.len());
+        }
+        for (&h, &v) in &model {
+            let (i, found) = t.find(h);
+            assert!(found);
+            assert_eq!(t.value_at(i), v);
+        }
+        // Emptied: slots are given back.
+        let keys: Vec<u128> = model.keys().copied().collect();
+        for h in keys {
+            let (i, _) = t.find(h);
+            t.remove_at(i);
+            t.shrink_if_sparse();
+        }
+        assert_eq!((t.len(), t.slots()), (0, 64));
     }
 }
