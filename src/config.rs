@@ -225,7 +225,7 @@ pub struct CrawlConfig {
     /// member per record), appending when it exists; `None` (`""` in TOML) for none.
     #[serde(with = "optional_path")]
     pub warc: Option<PathBuf>,
-    /// Memory for the visited set (every URL known, about 30 bytes each). Past it, the
+    /// Memory for the visited set (every URL known, about 36 bytes each). Past it, the
     /// least recently seen URLs move to files next to the database, so memory stays flat
     /// however many URLs a crawl finds; 0 keeps every URL in memory.
     pub visited_memory: ByteSize,
