@@ -153,8 +153,17 @@ impl Extractor {
     /// handlers while lol_html read it.
     fn read_anchors(&mut self, chunk: &[u8]) {
         let mut state = lock(&self.state);
+        // A start tag is reported once its `>` is read, so its text starts in this chunk,
+        // or right at its start when the tag ended the chunk before.
+        let text_from = |text_at: usize| text_at.saturating_sub(self.fed).min(chunk.len());
         if let Some((link, scanner)) = &mut self.open_anchor {
-            if scanner.feed(chunk, &mut self.anchor_text) == anchor::Fed::Ended {
+            // Up to the next anchor's text at most, whatever the scanner makes of the markup
+            // before it.
+            let until = state
+                .anchor_starts
+                .first()
+                .map_or(chunk.len(), |&(_, at)| text_from(at));
+            if scanner.feed(&chunk[..until], &mut self.anchor_text) == anchor::Fed::Ended {
                 state.set_anchor(*link, &mut self.anchor_text);
                 self.open_anchor = None;
             }
@@ -165,11 +174,8 @@ impl Extractor {
             if let Some((open, _)) = self.open_anchor.take() {
                 state.set_anchor(open, &mut self.anchor_text);
             }
-            // A start tag is reported once its `>` is read, so its text starts in this
-            // chunk, or right at its start when the tag ended the chunk before.
-            let from = text_at.saturating_sub(self.fed).min(chunk.len());
             let mut scanner = anchor::Scanner::new();
-            match scanner.feed(&chunk[from..], &mut self.anchor_text) {
+            match scanner.feed(&chunk[text_from(text_at)..], &mut self.anchor_text) {
                 anchor::Fed::Ended => state.set_anchor(link, &mut self.anchor_text),
                 anchor::Fed::More => self.open_anchor = Some((link, scanner)),
             }
@@ -958,6 +964,21 @@ mod tests {
         let x = extract(&base, None, html).unwrap();
         let anchors: Vec<_> = x.links.iter().map(|l| l.anchor.as_deref()).collect();
         assert_eq!(anchors, vec![Some("one"), Some("two & morestill two")]);
+    }
+
+    #[test]
+    fn anchor_text_stops_at_the_next_anchor_lol_html_reports() {
+        let base = Url::parse("http://a.example/").unwrap();
+        let html: &[u8] = b"<a href=/1>one<!-->two<p><a href=/2>three</a>";
+        let x = extract(&base, None, html).unwrap();
+        let anchors: Vec<_> = x.links.iter().map(|l| l.anchor.as_deref()).collect();
+        assert_eq!(anchors, vec![Some("onetwo"), Some("three")]);
+        for cut in 1..html.len() {
+            let mut e = Extractor::new(base.clone(), None);
+            e.write(&html[..cut]).unwrap();
+            e.write(&html[cut..]).unwrap();
+            assert_eq!(e.end().unwrap().links, x.links, "split at {cut}");
+        }
     }
 
     #[test]

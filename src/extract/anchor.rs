@@ -233,7 +233,9 @@ impl Scanner {
                 };
             }
             State::Bang { dashes } => match b {
-                b'-' if dashes == 1 => self.state = State::Comment { dashes: 0 },
+                // Counted as two dashes already, so that `<!-->` and `<!--->` end where
+                // they start, as the HTML tokenizer has it.
+                b'-' if dashes == 1 => self.state = State::Comment { dashes: 2 },
                 b'-' => self.state = State::Bang { dashes: 1 },
                 b'>' => self.state = State::Text,
                 _ => self.state = State::Bogus,
@@ -372,6 +374,7 @@ mod tests {
             ended("bold and  more")
         );
         assert_eq!(scan("a <!-- </a> --> b</a>"), ended("a  b"));
+        assert_eq!(scan("a<!-->b<!--->c<!---->d</a>"), ended("abcd"));
         assert_eq!(scan("a <!doctype x> b <?pi?> c</a>"), ended("a  b  c"));
         assert_eq!(scan("x<script>if (a</b) '</a>'</script>y</a>"), ended("xy"));
         assert_eq!(scan("x<STYLE>a{}</style >y</a>"), ended("xy"));
