@@ -246,12 +246,7 @@ impl Reader {
         let mut joined: Vec<u8> = Vec::new();
         let mut ended = false;
         let decided = loop {
-            let prefix = if joined.is_empty() {
-                &first[..]
-            } else {
-                &joined[..]
-            };
-            if let Some(d) = charset::decide(prefix, header_charset, ended) {
+            if let Some(d) = charset::decide(gathered(&first, &joined), header_charset, ended) {
                 break d;
             }
             match resp.chunk().await {
@@ -269,11 +264,7 @@ impl Reader {
                 }
             }
         };
-        let prefix = if joined.is_empty() {
-            &first[..]
-        } else {
-            &joined[..]
-        };
+        let prefix = gathered(&first, &joined);
         let (label, transcode) = charset::for_extractor(decided.encoding);
         let mut transcoder = transcode.then(|| charset::Transcoder::new(decided.encoding));
         let mut extractor = Extractor::new(url.clone(), Some(label));
@@ -384,6 +375,16 @@ pub fn fail(rec: &mut PageRecord, kind: &'static str, message: String) {
     rec.failed = true;
     rec.error_kind = Some(kind);
     rec.error = Some(message);
+}
+
+/// The bytes read before the encoding was decided: the first chunk alone, or all the chunks
+/// joined once more than one was needed.
+fn gathered<'a>(first: &'a [u8], joined: &'a [u8]) -> &'a [u8] {
+    if joined.is_empty() {
+        first
+    } else {
+        joined
+    }
 }
 
 /// HTML and XHTML media types: the only ones trawl parses.

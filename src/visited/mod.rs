@@ -197,8 +197,8 @@ struct Shard {
 enum Found {
     /// In the young generation, at this slot.
     Young(usize),
-    /// In the old generation, at this slot, with this value.
-    Old(usize, u64),
+    /// In the old generation, at this slot.
+    Old(usize),
     /// In a run on disk, with this value.
     Disk(u64),
 }
@@ -213,7 +213,7 @@ impl Shard {
         let spill = spill?;
         if self.old.len() > 0 {
             if let (i, true) = self.old.find(hash) {
-                return Some(Found::Old(i, self.old.value_at(i)));
+                return Some(Found::Old(i));
             }
         }
         self.in_runs(hash, spill).map(Found::Disk)
@@ -225,8 +225,9 @@ impl Shard {
     fn value(&mut self, hash: u128, spill: Option<&Spill>) -> Option<u64> {
         Some(match self.find(hash, spill)? {
             Found::Young(i) => *self.young.value_mut(i),
-            found @ Found::Old(_, v) => {
-                self.promote(hash, found, spill);
+            Found::Old(i) => {
+                let v = self.old.value_at(i);
+                self.promote(hash, Found::Old(i), spill);
                 v
             }
             Found::Disk(v) => v,
@@ -238,8 +239,9 @@ impl Shard {
     fn promote(&mut self, hash: u128, found: Found, spill: Option<&Spill>) -> usize {
         match found {
             Found::Young(i) => i,
-            Found::Old(i, v) => {
+            Found::Old(i) => {
                 // Out of the old generation first: inserting may send it to disk.
+                let v = self.old.value_at(i);
                 self.old.remove_at(i);
                 self.old.shrink_if_sparse();
                 self.insert(hash, v, spill)
@@ -409,7 +411,8 @@ impl Visited {
         };
         let value = match found {
             Found::Young(i) => *s.young.value_mut(i),
-            Found::Old(_, v) | Found::Disk(v) => v,
+            Found::Old(i) => s.old.value_at(i),
+            Found::Disk(v) => v,
         };
         if !Seen::unpack(value).news(depth, follow) {
             return Lowered::No;

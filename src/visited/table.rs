@@ -7,6 +7,11 @@ fn home(lo: u64, cap: usize) -> usize {
     ((u128::from(lo) * cap as u128) >> 64) as usize
 }
 
+/// Slots for `n` entries at 85 % fill, at least 64.
+fn slots_for(n: usize) -> usize {
+    (n * 20).div_ceil(17).max(64)
+}
+
 /// A value `Seen::pack` never produces (held is at most 2): marks a free slot.
 pub(super) const EMPTY: u64 = u64::MAX;
 
@@ -21,7 +26,7 @@ impl Table {
     /// A table that takes `n` entries without growing.
     pub(super) fn with_room(n: usize) -> Table {
         Table {
-            slots: vec![[0, 0, EMPTY]; (n * 20).div_ceil(17).max(64)],
+            slots: vec![[0, 0, EMPTY]; slots_for(n)],
             len: 0,
         }
     }
@@ -95,7 +100,7 @@ impl Table {
         if cap <= 64 || self.len * 3 > cap * 2 {
             return;
         }
-        self.rebuild(Table::with_room(self.len).slots.len());
+        self.rebuild(slots_for(self.len));
     }
 
     /// Make room for one more entry, keeping at most 85% of slots used.
