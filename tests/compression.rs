@@ -1,4 +1,4 @@
-//! Compressed bodies from `../shared/testdata/compressed/` (scrapy's sample data,
+//! Compressed bodies from `tests/data/compressed/` (scrapy's sample data,
 //! BSD-3-Clause): every encoding is decoded while streaming, decompression bombs stop at
 //! `max-body` (counted in decompressed bytes), and truncated or corrupt streams are
 //! recorded as errors without stopping the crawl.
@@ -17,7 +17,7 @@ use trawl::{Crawler, Outcome};
 
 fn data(name: &str) -> Vec<u8> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/testdata/compressed")
+        .join("tests/data/compressed")
         .join(name);
     std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }

@@ -1,5 +1,5 @@
 //! Every `IsUserAgentAllowed` assertion of Google's robots.txt parser tests
-//! (`../shared/testdata/google_robotstxt_cases.json`), run against trawl's parser.
+//! (`tests/data/google_robotstxt_cases.json`), run against trawl's parser.
 //!
 //! [`Robots::is_allowed_path`] takes the path as raw bytes, the way Google's matcher does,
 //! and must agree on every case. [`Robots::is_allowed`] takes a `url::Url`, which cannot
@@ -15,7 +15,7 @@ use trawl::politeness::robots::Robots;
 
 const CASES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/testdata/google_robotstxt_cases.json"
+    "/tests/data/google_robotstxt_cases.json"
 );
 const DIFFERENCES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

@@ -84,7 +84,7 @@ mod tests {
     fn shared_cases() {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/testdata/retry_after_cases.json"
+            "/tests/data/retry_after_cases.json"
         );
         let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
         let table: serde_json::Value = serde_json::from_str(&text).unwrap();
