@@ -21,17 +21,17 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use tokio::sync::Notify;
 use url::Url;
 
-use trawl::admit::{Gate, Limits};
-use trawl::drain::Drain;
+use trawl::admit::{Outlinks, Rules};
 use trawl::extract::{Extractor, Link};
-use trawl::frontier::{Frontier, HostPolicy};
+use trawl::store::local::drain::Drain;
+use trawl::store::local::frontier::{Frontier, HostPolicy};
+use trawl::store::local::gate::Gate;
+use trawl::store::local::visited::{Held, Seen, Visited};
 use trawl::store::{
     Edge, NewHost, NewUrl, OpenMode, PageRecord, Pending, SqliteStore, StoreWriter,
 };
-use trawl::traps::Traps;
 use trawl::url_norm::{canonical_key_into, key_hash, Scope, ScopeMode};
-use trawl::visited::{Held, Seen, Visited};
-use trawl::LinkKind;
+use trawl::{CrawlConfig, LinkKind, PageResult};
 
 /// Pages per benchmark pass; the site they come from has this many pages.
 const PAGES: usize = 64;
@@ -328,27 +328,28 @@ fn gate() -> (Gate, Arc<Pending>) {
         pending.clone(),
         wake.clone(),
     ));
-    let limits = Limits {
-        max_depth: 0,
-        max_pages: 0,
-        max_redirects: 10,
-        max_pages_per_host: 0,
-    };
-    let traps = Traps {
-        max_url_length: 2048,
+    let config = CrawlConfig {
         max_path_segments: 64,
-        max_repeated_segments: 3,
+        ..CrawlConfig::default()
     };
+    let rules = Arc::new(Rules::new(scope, &config, None));
     let gate = Gate::new(
-        scope,
-        limits,
-        traps,
-        true,
+        rules,
+        Visited::new(),
         pending.clone(),
         frontier,
         Drain::new(0, wake),
     );
     (gate, pending)
+}
+
+/// A page's links found at `depth`, followed.
+fn outlinks(depth: u32, links: Vec<Link>) -> Outlinks {
+    Outlinks::Links {
+        depth,
+        follow: true,
+        links,
+    }
 }
 
 fn bench_admit(c: &mut Criterion) {
@@ -357,7 +358,7 @@ fn bench_admit(c: &mut Criterion) {
     let (gate, pending) = gate();
     // Every link known already: the common case (most links point at pages seen before).
     for (i, links) in pages.iter().enumerate() {
-        gate.admit_links(i as u64 + 1, 1, links.clone(), true);
+        gate.admit_outlinks(i as u64 + 1, outlinks(1, links.clone()));
     }
     drop(pending.take());
     let mut g = c.benchmark_group("admit");
@@ -367,7 +368,7 @@ fn bench_admit(c: &mut Criterion) {
             || pages.clone(),
             |pages| {
                 for (i, links) in pages.into_iter().enumerate() {
-                    black_box(gate.admit_links(i as u64 + 1, 2, links, true));
+                    black_box(gate.admit_outlinks(i as u64 + 1, outlinks(2, links)));
                 }
             },
             BatchSize::LargeInput,
@@ -426,16 +427,18 @@ fn write_crawl(dir: &std::path::Path, rt: &tokio::runtime::Runtime) -> Duration 
             handle
                 .page(PageRecord {
                     id,
-                    depth: 2,
-                    attempts: 1,
-                    status: Some(200),
-                    content_type: Some("text/html; charset=utf-8".into()),
-                    size: Some(24_000),
-                    title: Some(format!("Page {id} — trawl 0.1 documentation")),
-                    fetched_at: 1_780_000_000_000 + id as i64,
-                    fetch_ms: 3,
+                    result: PageResult {
+                        depth: 2,
+                        attempts: 1,
+                        status: Some(200),
+                        content_type: Some("text/html; charset=utf-8".into()),
+                        size: Some(24_000),
+                        title: Some(format!("Page {id} — trawl 0.1 documentation")),
+                        fetched_at: 1_780_000_000_000 + id as i64,
+                        fetch_ms: 3,
+                        ..PageResult::default()
+                    },
                     edges,
-                    ..PageRecord::default()
                 })
                 .await
                 .unwrap();

@@ -16,7 +16,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .db(db)
         .seed(seed)
         .follow_if(|url| !url.path().ends_with(".pdf") && !url.path().starts_with("/archive/"))
-        .on_page(|page| println!("{} {:?}", page.url, page.record.status))
+        .on_page(|page| println!("{} {:?}", page.url, page.result.status))
         .build()?
         .run(async {
             tokio::signal::ctrl_c().await.ok();

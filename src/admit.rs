@@ -1,26 +1,22 @@
-//! Admission: the gate every discovered URL passes once.
+//! Admission rules and link planning: what both stores call to decide what a discovered URL
+//! becomes, so the rules are written once.
 //!
-//! For each link: drop the fragment, build the canonical key, hash it, look it up in the
-//! visited set. A URL seen before costs one hash and one map read and yields its id. A new
-//! URL gets an id, is checked against scope and limits, has its row written to the
-//! store's pending buffer (while its visited-set entry is locked, see `visited`), and, if
-//! it is to be fetched, is queued in the frontier with a drain guard. A page's new URLs
-//! reach the frontier in one push, so the frontier lock is taken once per page.
+//! [`Rules`] gives a URL its canonical key and the reason, if any, it will not be fetched
+//! (scope, traps, the user's filter, depth, nofollow). The planning functions turn what a
+//! page led to (its links, a redirect, a sitemap's entries, the seeds) into [`Candidate`]s
+//! and decide a redirect's errors, without knowing where URLs are kept: the local store
+//! looks each candidate up in its visited set, the Redis store sends them to its scripts.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use dashmap::DashMap;
 use url::Url;
 
-use crate::drain::Drain;
 use crate::extract::Link;
-use crate::frontier::{Frontier, QueuedUrl};
 use crate::link::LinkKind;
-use crate::store::{Edge, HostId, KnownUrl, NewHost, NewUrl, Pending, UrlId};
+use crate::page::ErrorKind;
 use crate::traps::{strip_session_ids, Traps};
-use crate::url_norm::{canonical_key_into, host_key, key_hash, Scope, SkipReason};
-use crate::visited::{Footprint, Held, Lowered, Seen, Visited};
+pub use crate::url_norm::SkipReason;
+use crate::url_norm::{canonical_key_into, key_hash, Scope};
 
 /// Limits applied at admission.
 #[derive(Debug, Clone, Copy)]
@@ -46,10 +42,10 @@ pub enum RedirectError {
 
 impl RedirectError {
     /// The `error_kind` stored.
-    pub fn kind(self) -> &'static str {
+    pub fn kind(self) -> ErrorKind {
         match self {
-            RedirectError::Loop => "redirect-loop",
-            RedirectError::TooMany => "redirect-limit",
+            RedirectError::Loop => ErrorKind::RedirectLoop,
+            RedirectError::TooMany => ErrorKind::RedirectLimit,
         }
     }
 }
@@ -58,8 +54,7 @@ impl RedirectError {
 pub type LinkFilter = Arc<dyn Fn(&Url) -> bool + Send + Sync>;
 
 /// The rules a discovered URL is judged by, apart from whether it is already known:
-/// its canonical key, and the reason (if any) it will not be fetched. Shared by the local
-/// gate and the distributed crawl.
+/// its canonical key, and the reason (if any) it will not be fetched.
 pub struct Rules {
     /// Which URLs are in scope.
     pub scope: Scope,
@@ -74,12 +69,42 @@ pub struct Rules {
 }
 
 impl Rules {
+    /// The rules of a crawl with `config`, over `scope`.
+    pub fn new(
+        scope: Scope,
+        config: &crate::config::CrawlConfig,
+        filter: Option<LinkFilter>,
+    ) -> Rules {
+        Rules {
+            scope,
+            filter,
+            limits: Limits {
+                max_depth: config.max_depth,
+                max_pages: config.max_pages,
+                max_redirects: config.max_redirects,
+                max_pages_per_host: config.max_pages_per_host,
+            },
+            traps: Traps {
+                max_url_length: config.max_url_length,
+                max_path_segments: config.max_path_segments,
+                max_repeated_segments: config.max_repeated_segments,
+            },
+            strip_session_ids: config.strip_session_ids,
+        }
+    }
+
     /// The canonical key of `url` in `key`, without session IDs when so configured.
     pub fn key_of(&self, url: &Url, key: &mut String) {
         canonical_key_into(url, key);
         if self.strip_session_ids {
             strip_session_ids(key);
         }
+    }
+
+    /// The 128-bit hash of `url`'s canonical key, computed in `key`.
+    pub fn hash_of(&self, url: &Url, key: &mut String) -> u128 {
+        self.key_of(url, key);
+        key_hash(key)
     }
 
     /// Why a new URL found at `depth` (on a page that said `nofollow` when `follow` is
@@ -105,399 +130,276 @@ impl Rules {
             })
             .or_else(|| (!follow).then_some(SkipReason::Nofollow))
     }
+
+    /// The skip reason of candidate `c`, whose canonical key is `key`.
+    pub fn judge(&self, c: &Candidate, key: &str) -> Option<SkipReason> {
+        match c.judged {
+            Judged::ByRules => self.skip_reason(&c.url, key, c.depth, c.follow),
+            Judged::Admit => None,
+            Judged::Skip(r) => Some(r),
+        }
+    }
 }
 
-/// See the module doc.
-pub struct Gate {
-    rules: Rules,
-    limits: Limits,
-    /// URLs admitted for fetching per host, for `max-pages-per-host`.
-    host_admitted: DashMap<HostId, u64>,
-    visited: Visited,
-    hosts: DashMap<String, HostId>,
-    next_host: AtomicU32,
-    next_id: AtomicU64,
-    /// URLs admitted for fetching, for `max-pages`.
-    admitted: AtomicU64,
-    pending: Arc<Pending>,
-    frontier: Arc<Frontier>,
-    drain: Arc<Drain>,
+/// How a candidate's skip reason is decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Judged {
+    /// By [`Rules::skip_reason`].
+    ByRules,
+    /// Never skipped: a seed (the user asked for it).
+    Admit,
+    /// Always skipped for this reason (a sitemap document, a redirect past the limit).
+    Skip(SkipReason),
 }
 
-impl Gate {
-    /// A gate for a fresh crawl; a resumed one is then filled with [`Gate::restore_url`] and
-    /// [`Gate::restore_host`].
-    pub fn new(
-        scope: Scope,
-        limits: Limits,
-        traps: Traps,
-        strip_session_ids: bool,
-        pending: Arc<Pending>,
-        frontier: Arc<Frontier>,
-        drain: Arc<Drain>,
-    ) -> Gate {
-        Gate {
-            rules: Rules {
-                scope,
-                filter: None,
-                limits,
-                traps,
-                strip_session_ids,
-            },
-            limits,
-            host_admitted: DashMap::new(),
-            visited: Visited::new(),
-            hosts: DashMap::new(),
-            next_host: AtomicU32::new(1),
-            next_id: AtomicU64::new(1),
-            admitted: AtomicU64::new(0),
-            pending,
-            frontier,
-            drain,
-        }
-    }
+/// The edge a candidate is the target of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EdgeSpec {
+    /// Element or event that made it.
+    pub kind: LinkKind,
+    /// `rel=nofollow`, or the page said nofollow.
+    pub nofollow: bool,
+    /// The link's text (for `<a>`).
+    pub anchor: Option<String>,
+}
 
-    /// Keep the visited set in `visited` (e.g. one with a memory budget) instead of an
-    /// unbounded one. Call before anything is admitted.
-    pub fn with_visited(mut self, visited: Visited) -> Gate {
-        self.visited = visited;
-        self
-    }
+/// A URL to admit: what it is, where it was found and how it is judged.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// The URL, fragment removed.
+    pub url: Url,
+    /// Click depth it was found at.
+    pub depth: u32,
+    /// False when found on a page that said `nofollow`: recorded, not fetched.
+    pub follow: bool,
+    /// How its skip reason is decided.
+    pub judged: Judged,
+    /// For a redirect target: the hashes of the chain that led here (oldest first, the
+    /// redirecting URL last), for loop detection; such a target is queued ahead of its
+    /// host's other URLs. Empty otherwise.
+    pub chain: Vec<u128>,
+    /// The edge from the page that found it (`None` for a seed or a top-level sitemap).
+    pub edge: Option<EdgeSpec>,
+}
 
-    /// Ask `filter` about every new in-scope URL; refused ones are skipped as `filtered`.
-    pub fn with_filter(mut self, filter: Option<LinkFilter>) -> Gate {
-        self.rules.filter = filter;
-        self
-    }
-
-    /// Record a URL known from the store (resume).
-    pub fn restore_url(&self, url: KnownUrl<'_>) {
-        self.visited.insert_known(
-            key_hash(url.key),
-            Seen {
-                id: url.id,
-                depth: url.depth,
-                held: match url.skip_reason {
-                    Some("max-depth") => Held::TooDeep,
-                    Some("nofollow") => Held::Nofollow,
-                    _ => Held::No,
-                },
-            },
-        );
-        self.next_id.fetch_max(url.id + 1, Ordering::Relaxed);
-    }
-
-    /// The shallowest depth known for a queued URL: it may have been found along a
-    /// shorter path after it was queued.
-    pub fn current_depth(&self, url: &Url, queued_at: u32) -> u32 {
-        let mut key = String::new();
-        self.key_of(url, &mut key);
-        self.visited
-            .get(key_hash(&key))
-            .map_or(queued_at, |s| s.depth.min(queued_at))
-    }
-
-    /// Record a host known from the store (resume).
-    pub fn restore_host(&self, id: HostId, name: String) {
-        self.hosts.insert(name, id);
-        self.next_host.fetch_max(id + 1, Ordering::Relaxed);
-    }
-
-    /// Count URLs already admitted for fetching in earlier runs, in all and per host.
-    pub fn restore_admitted(&self, n: u64, per_host: impl IntoIterator<Item = (HostId, u64)>) {
-        self.admitted.store(n, Ordering::Relaxed);
-        for (host, n) in per_host {
-            self.host_admitted.insert(host, n);
-        }
-    }
-
-    /// Where the visited set is: memory and disk.
-    pub fn visited_footprint(&self) -> Footprint {
-        self.visited.footprint()
-    }
-
-    /// URLs known (fetched, queued or skipped).
-    pub fn known(&self) -> usize {
-        self.visited.len()
-    }
-
-    /// Admit a seed: never filtered by scope (the user asked for it). Returns its id.
-    pub fn admit_seed(&self, url: Url) -> UrlId {
-        let mut key = String::new();
-        let mut fresh = Vec::new();
-        let id = self.admit_one(url, 0, None, Some(None), true, &mut key, &mut fresh);
-        self.frontier.push(fresh);
-        id
-    }
-
-    /// Whether `url` is known to the crawl.
-    pub fn is_known(&self, url: &Url) -> bool {
-        let mut key = String::new();
-        self.key_of(url, &mut key);
-        self.visited.get(key_hash(&key)).is_some()
-    }
-
-    /// Record a sitemap document read at `url` (listed by the index `parent`, if any) and
-    /// admit what it lists: pages (depth 1) for a URL set, further sitemap documents for
-    /// an index. Returns the document's id, its `sitemap` edges, and for an index the
-    /// documents to read next; `None` when a top-level document is already known (read in
-    /// an earlier run).
-    pub fn admit_sitemap(
-        &self,
-        url: &Url,
-        parent: Option<UrlId>,
-        entries: &[Url],
-        index: bool,
-    ) -> Option<(UrlId, Vec<Edge>, Vec<Url>)> {
-        let mut key = String::new();
-        let mut fresh = Vec::new();
-        let mut doc = url.clone();
-        doc.set_fragment(None);
-        if parent.is_none() && self.is_known(&doc) {
-            return None;
-        }
-        let forced = Some(Some(SkipReason::SitemapDoc));
-        let id = self.admit_one(doc, 0, parent, forced, true, &mut key, &mut fresh);
-        let mut edges = Vec::with_capacity(entries.len());
-        let mut children = Vec::new();
-        for entry in entries {
-            let mut e = entry.clone();
-            e.set_fragment(None);
-            let dst = if index {
-                children.push(e.clone());
-                self.admit_one(e, 0, Some(id), forced, true, &mut key, &mut fresh)
-            } else {
-                self.admit_one(e, 1, Some(id), None, true, &mut key, &mut fresh)
-            };
-            edges.push(Edge {
-                dst,
-                kind: LinkKind::Sitemap,
-                nofollow: false,
-                anchor: None,
-            });
-        }
-        self.frontier.push(fresh);
-        Some((id, edges, children))
-    }
-
-    /// Admit the links of a page fetched at `depth`; returns its edges in link order.
-    /// When the page said `nofollow` (`follow` false), new URLs are recorded but not
-    /// fetched, and every edge is marked nofollow.
-    pub fn admit_links(
-        &self,
-        from: UrlId,
-        depth: u32,
-        links: Vec<Link>,
-        follow: bool,
-    ) -> Vec<Edge> {
-        let mut key = String::with_capacity(128);
-        let mut edges = Vec::with_capacity(links.len());
-        let mut fresh = Vec::new();
-        for link in links {
-            let mut url = link.url;
-            url.set_fragment(None);
-            let dst = self.admit_one(
-                url,
-                depth + 1,
-                Some(from),
-                None,
-                follow,
-                &mut key,
-                &mut fresh,
-            );
-            edges.push(Edge {
-                dst,
-                kind: link.kind,
-                nofollow: link.nofollow || !follow,
-                anchor: link.anchor,
-            });
-        }
-        self.frontier.push(fresh);
-        edges
-    }
-
-    /// Admit a redirect target of `from`: same depth, queued ahead of its host's other
-    /// URLs. The edge is always returned; the error, if any, belongs to `from`.
-    pub fn admit_redirect(
-        &self,
-        from: &QueuedUrl,
-        depth: u32,
-        mut target: Url,
-    ) -> (Edge, Result<(), RedirectError>) {
-        target.set_fragment(None);
-        let too_many = from.chain.len() as u32 >= self.limits.max_redirects;
-        let forced = too_many.then_some(Some(SkipReason::MaxRedirects));
-        let mut key = String::new();
-        let mut fresh = Vec::new();
-        let dst = self.admit_one(
-            target,
+impl Candidate {
+    fn new(mut url: Url, depth: u32, judged: Judged, edge: Option<EdgeSpec>) -> Candidate {
+        url.set_fragment(None);
+        Candidate {
+            url,
             depth,
-            Some(from.id),
-            forced,
-            true,
-            &mut key,
-            &mut fresh,
-        );
-        for mut item in fresh {
-            item.chain = from.chain.clone();
-            item.chain.push(from.id);
-            self.frontier.push_front(item);
+            follow: true,
+            judged,
+            chain: Vec::new(),
+            edge,
         }
-        let edge = Edge {
-            dst,
+    }
+
+    /// A seed: depth 0, never judged by scope.
+    pub fn seed(url: Url) -> Candidate {
+        Candidate::new(url, 0, Judged::Admit, None)
+    }
+
+    /// A sitemap document listed by robots.txt (or probed at `/sitemap.xml`) or by an index:
+    /// stored as a URL of its own, never fetched as a page.
+    pub fn sitemap_doc(url: Url, listed_by_index: bool) -> Candidate {
+        let edge = listed_by_index.then_some(EdgeSpec {
+            kind: LinkKind::Sitemap,
+            nofollow: false,
+            anchor: None,
+        });
+        Candidate::new(url, 0, Judged::Skip(SkipReason::SitemapDoc), edge)
+    }
+
+    /// A page a sitemap lists: depth 1, judged like a link.
+    pub fn sitemap_entry(url: Url) -> Candidate {
+        let edge = Some(EdgeSpec {
+            kind: LinkKind::Sitemap,
+            nofollow: false,
+            anchor: None,
+        });
+        Candidate::new(url, 1, Judged::ByRules, edge)
+    }
+
+    /// Whether this is a redirect target (queued at the front of its host).
+    pub fn is_redirect(&self) -> bool {
+        !self.chain.is_empty()
+    }
+}
+
+/// What a fetched page points at, planned before admission.
+#[derive(Debug, Default)]
+pub enum Outlinks {
+    /// Nothing (a failure, a body that is not HTML).
+    #[default]
+    None,
+    /// The links of an HTML page fetched at `depth`; `follow` is false when the page said
+    /// `nofollow`.
+    Links {
+        /// The page's depth.
+        depth: u32,
+        /// The page allows its links to be followed.
+        follow: bool,
+        /// In document order.
+        links: Vec<Link>,
+    },
+    /// One redirect hop.
+    Redirect(Candidate),
+}
+
+impl Outlinks {
+    /// How many edges the page gets.
+    pub fn len(&self) -> usize {
+        match self {
+            Outlinks::None => 0,
+            Outlinks::Links { links, .. } => links.len(),
+            Outlinks::Redirect(_) => 1,
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The candidates in document order: each link's target one level deeper, every edge
+    /// marked nofollow when the page said so.
+    pub fn candidates(self) -> impl Iterator<Item = Candidate> {
+        let (links, redirect, depth, follow) = match self {
+            Outlinks::None => (Vec::new(), None, 0, true),
+            Outlinks::Links {
+                depth,
+                follow,
+                links,
+            } => (links, None, depth, follow),
+            Outlinks::Redirect(c) => (Vec::new(), Some(c), 0, true),
+        };
+        redirect.into_iter().chain(links.into_iter().map(move |l| {
+            let mut c = Candidate::new(
+                l.url,
+                depth + 1,
+                Judged::ByRules,
+                Some(EdgeSpec {
+                    kind: l.kind,
+                    nofollow: l.nofollow || !follow,
+                    anchor: l.anchor,
+                }),
+            );
+            c.follow = follow;
+            c
+        }))
+    }
+}
+
+/// Plan a redirect hop from a URL whose key hashes to `own`, reached through `chain`, at
+/// `depth`: the target's candidate (same depth; skipped past `max-redirects`) and the
+/// error the redirecting URL gets, if any.
+pub fn plan_redirect(
+    rules: &Rules,
+    own: u128,
+    chain: &[u128],
+    depth: u32,
+    target: Url,
+) -> (Candidate, Option<(ErrorKind, String)>) {
+    let too_many = chain.len() as u32 >= rules.limits.max_redirects;
+    let judged = if too_many {
+        Judged::Skip(SkipReason::MaxRedirects)
+    } else {
+        Judged::ByRules
+    };
+    let mut c = Candidate::new(
+        target,
+        depth,
+        judged,
+        Some(EdgeSpec {
             kind: LinkKind::Redirect,
             nofollow: false,
             anchor: None,
-        };
-        let result = if dst == from.id || from.chain.contains(&dst) {
-            Err(RedirectError::Loop)
-        } else if too_many {
-            Err(RedirectError::TooMany)
-        } else {
-            Ok(())
-        };
-        (edge, result)
-    }
-
-    /// The id of `url`, admitting it if new. `forced`: `Some(None)` admits without the
-    /// scope check, `Some(Some(r))` records it as skipped for `r`. `follow` is false for
-    /// links of a page that said `nofollow`: new URLs are recorded, not fetched.
-    #[allow(clippy::too_many_arguments)]
-    fn admit_one(
-        &self,
-        url: Url,
-        depth: u32,
-        referrer: Option<UrlId>,
-        forced: Option<Option<SkipReason>>,
-        follow: bool,
-        key: &mut String,
-        fresh: &mut Vec<QueuedUrl>,
-    ) -> UrlId {
-        self.key_of(&url, key);
-        let hash = key_hash(key);
-        if let Some(seen) = self.visited.get(hash) {
-            if seen.news(depth, follow) {
-                self.found_again(hash, url, depth, follow, fresh);
-            }
-            return seen.id;
-        }
-        let skip = match forced {
-            Some(forced) => forced,
-            None => self.rules.skip_reason(&url, key, depth, follow),
-        };
-        let mut queued = None;
-        let (seen, _) = self.visited.get_or_admit(hash, || {
-            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            let host = self.host_id(&url);
-            let skip = skip.or_else(|| self.spend_budget(host));
-            self.pending.push_url(NewUrl {
-                id,
-                host,
-                key: key.clone(),
-                url: (url.as_str() != key.as_str()).then(|| url.as_str().to_owned()),
-                depth,
-                referrer,
-                skip,
-            });
-            if skip.is_none() {
-                queued = Some(host);
-            }
-            Seen {
-                id,
-                depth,
-                held: match skip {
-                    Some(SkipReason::MaxDepth) => Held::TooDeep,
-                    Some(SkipReason::Nofollow) => Held::Nofollow,
-                    _ => Held::No,
-                },
-            }
-        });
-        let id = seen.id;
-        if let Some(host) = queued {
-            fresh.push(QueuedUrl {
-                id,
-                url,
-                depth,
-                host,
-                chain: Vec::new(),
-                attempts: 0,
-                guard: self.drain.admit(),
-            });
-        }
-        id
-    }
-
-    fn key_of(&self, url: &Url, key: &mut String) {
-        self.rules.key_of(url, key);
-    }
-
-    /// Count one more URL to fetch against `max-pages` and the host's budget; the reason
-    /// to skip it when either is spent.
-    fn spend_budget(&self, host: HostId) -> Option<SkipReason> {
-        if self.limits.max_pages_per_host > 0 {
-            let mut n = self.host_admitted.entry(host).or_insert(0);
-            if *n >= self.limits.max_pages_per_host {
-                return Some(SkipReason::HostBudget);
-            }
-            *n += 1;
-        }
-        if self.limits.max_pages > 0
-            && self.admitted.fetch_add(1, Ordering::Relaxed) >= self.limits.max_pages
-        {
-            return Some(SkipReason::MaxPages);
-        }
+        }),
+    );
+    let mut key = String::new();
+    let hash = rules.hash_of(&c.url, &mut key);
+    let error = if hash == own || chain.contains(&hash) {
+        Some((
+            RedirectError::Loop.kind(),
+            format!("redirect loop back to {}", c.url),
+        ))
+    } else if too_many {
+        Some((
+            RedirectError::TooMany.kind(),
+            format!("more than {} redirects", chain.len()),
+        ))
+    } else {
         None
+    };
+    c.chain = chain.to_vec();
+    c.chain.push(own);
+    (c, error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::CrawlConfig;
+    use crate::url_norm::ScopeMode;
+
+    fn rules(max_redirects: u32) -> Rules {
+        let seed = Url::parse("http://a.test/").unwrap();
+        let scope = Scope::new(&[seed], ScopeMode::Host, &[], &[]).unwrap();
+        let config = CrawlConfig {
+            max_redirects,
+            ..CrawlConfig::default()
+        };
+        Rules::new(scope, &config, None)
     }
 
-    /// A known URL was found again, along a shorter path or by a followed link.
-    fn found_again(
-        &self,
-        hash: u128,
-        url: Url,
-        depth: u32,
-        follow: bool,
-        fresh: &mut Vec<QueuedUrl>,
-    ) {
-        match self
-            .visited
-            .found_again(hash, depth, follow, self.limits.max_depth)
-        {
-            Lowered::No => {}
-            Lowered::Depth(id) => self.pending.push_depth(id, depth),
-            Lowered::Requeue(id, depth) => {
-                let host = self.host_id(&url);
-                if self.spend_budget(host).is_some() {
-                    self.pending.push_depth(id, depth);
-                    return;
-                }
-                // The row update is pending before the URL can be dispatched.
-                self.pending.push_requeue(id, depth);
-                fresh.push(QueuedUrl {
-                    id,
-                    host,
-                    url,
-                    depth,
-                    chain: Vec::new(),
-                    attempts: 0,
-                    guard: self.drain.admit(),
-                });
-            }
-        }
+    #[test]
+    fn redirects_are_planned_by_key_hash() {
+        let r = rules(2);
+        let mut key = String::new();
+        let a = Url::parse("http://a.test/a").unwrap();
+        let own = r.hash_of(&a, &mut key);
+        // A hop to a new URL: no error, the chain grows by the redirecting URL.
+        let (c, err) = plan_redirect(&r, own, &[], 3, Url::parse("http://a.test/b#x").unwrap());
+        assert!(err.is_none());
+        assert_eq!((c.url.as_str(), c.depth), ("http://a.test/b", 3));
+        assert_eq!(c.chain, vec![own]);
+        assert!(c.is_redirect());
+        // Back to itself (another spelling of the same key): a loop.
+        let (_, err) = plan_redirect(&r, own, &[], 0, Url::parse("http://A.test/a").unwrap());
+        assert_eq!(err.unwrap().0, ErrorKind::RedirectLoop);
+        // Past the limit: the target is recorded as skipped, the hop fails.
+        let (c, err) = plan_redirect(&r, own, &[1, 2], 0, Url::parse("http://a.test/z").unwrap());
+        assert_eq!(err.unwrap().0, ErrorKind::RedirectLimit);
+        assert_eq!(c.judged, Judged::Skip(SkipReason::MaxRedirects));
     }
 
-    fn host_id(&self, url: &Url) -> HostId {
-        let name = host_key(url);
-        if let Some(id) = self.hosts.get(&name) {
-            return *id;
-        }
-        let entry = self.hosts.entry(name);
-        let name = entry.key().clone();
-        *entry.or_insert_with(|| {
-            let id = self.next_host.fetch_add(1, Ordering::Relaxed);
-            // Under the entry's lock, like URL rows: no URL row can name the host before
-            // the host row is pending.
-            self.pending.push_host(NewHost { id, name });
-            id
-        })
+    #[test]
+    fn links_become_candidates_one_level_deeper() {
+        let link = |u: &str, nofollow| Link {
+            url: Url::parse(u).unwrap(),
+            kind: LinkKind::A,
+            nofollow,
+            anchor: Some("x".into()),
+        };
+        let out = Outlinks::Links {
+            depth: 2,
+            follow: false,
+            links: vec![
+                link("http://a.test/p#f", false),
+                link("http://b.test/", true),
+            ],
+        };
+        assert_eq!(out.len(), 2);
+        let c: Vec<Candidate> = out.candidates().collect();
+        assert_eq!(c[0].url.as_str(), "http://a.test/p");
+        assert!(c.iter().all(|c| c.depth == 3 && !c.follow));
+        assert!(c.iter().all(|c| c.edge.as_ref().unwrap().nofollow));
+        let r = rules(10);
+        let mut key = String::new();
+        r.key_of(&c[0].url, &mut key);
+        assert_eq!(r.judge(&c[0], &key), Some(SkipReason::Nofollow));
+        r.key_of(&c[1].url, &mut key);
+        assert_eq!(r.judge(&c[1], &key), Some(SkipReason::OutOfScope));
     }
 }

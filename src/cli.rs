@@ -299,6 +299,14 @@ impl Source {
             _ => String::new(),
         }
     }
+
+    /// The `--db` path as given, for messages.
+    pub fn shown_path(&self) -> String {
+        self.db
+            .as_ref()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default()
+    }
 }
 
 /// `trawl export`.

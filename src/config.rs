@@ -318,6 +318,41 @@ impl<'de> Deserialize<'de> for RateLimit {
     }
 }
 
+/// The options of a crawl as given, in the order they apply: each config file (named by its
+/// path in errors), then the options set in code or by the CLI's flags ("options"). The
+/// builder and `trawl config --show` both lay them over a base with this, so a
+/// configuration is settled one way everywhere.
+#[derive(Debug, Clone, Default)]
+pub struct Layers {
+    patches: Vec<(String, ConfigPatch)>,
+}
+
+impl Layers {
+    /// Read the config `files`, then `options` over them.
+    pub fn read(files: &[PathBuf], options: ConfigPatch) -> Result<Layers, ConfigError> {
+        let mut patches = Vec::with_capacity(files.len() + 1);
+        for path in files {
+            patches.push((path.display().to_string(), CrawlConfig::read_patch(path)?));
+        }
+        patches.push(("options".to_string(), options));
+        Ok(Layers { patches })
+    }
+
+    /// The configuration these layers give over the defaults: what was given, checked on
+    /// its own (validation is per value, so what passes here passes over any base).
+    pub fn given(&self) -> Result<CrawlConfig, ConfigError> {
+        self.over(None)
+    }
+
+    /// The configuration these layers give over `base` (a stored configuration, or the
+    /// defaults when `None`).
+    pub fn over(&self, base: Option<&CrawlConfig>) -> Result<CrawlConfig, ConfigError> {
+        let refs: Vec<(&str, &ConfigPatch)> =
+            self.patches.iter().map(|(o, p)| (o.as_str(), p)).collect();
+        CrawlConfig::layered(base, &refs)
+    }
+}
+
 /// Refuse a key no option has, naming the closest known one when there is one.
 fn check_keys(origin: &str, patch: &ConfigPatch) -> Result<(), ConfigError> {
     let known = CrawlConfig::keys();

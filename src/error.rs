@@ -30,7 +30,7 @@ pub enum Error {
     Metrics(#[from] crate::metrics::MetricsError),
     /// The Redis crawl cannot go on.
     #[error(transparent)]
-    Distributed(#[from] crate::distributed::DistError),
+    Distributed(#[from] crate::store::redis::DistError),
     /// No database path was given to the builder.
     #[error("no database given; set one with --db FILE")]
     NoDb,
@@ -62,18 +62,21 @@ impl Error {
     pub fn is_usage(&self) -> bool {
         match self {
             Error::Url(_) | Error::Config(_) | Error::NoDb | Error::NoSeeds { .. } => true,
-            Error::Store(e) => !matches!(
-                e,
-                StoreError::DiskFull { .. }
-                    | StoreError::WriterGone
-                    | StoreError::Sqlite { .. }
-                    | StoreError::Warc(_)
-            ),
+            Error::Store(e) => e.is_usage(),
             // Writing failed mid-crawl; every other WARC error is about the path given.
             Error::Warc(e) => !matches!(e, WarcError::Write { .. }),
             Error::Fetch(_) | Error::Metrics(_) | Error::VisitedDir { .. } => true,
             Error::Distributed(e) => e.is_usage(),
             Error::Internal(_) => false,
         }
+    }
+
+    /// Whether the store stayed unreachable until the crawl was stopped: nothing was lost,
+    /// and what was not recorded is fetched again (by another process, or on resume).
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            Error::Distributed(crate::store::redis::DistError::Unreachable(_))
+        )
     }
 }

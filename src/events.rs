@@ -11,7 +11,7 @@
 //! let events = crawler.subscribe(64, false);
 //! let crawl = tokio::spawn(crawler.run(std::future::pending()));
 //! while let Some(page) = events.next().await {
-//!     println!("{} {:?} {} links", page.url, page.status, page.outlinks.len());
+//!     println!("{} {:?} {} links", page.url, page.result.status, page.outlinks.len());
 //! }
 //! crawl.await.expect("crawl task")?;
 //! # Ok(()) }
@@ -22,38 +22,34 @@ use reqwest::header::HeaderMap;
 use url::Url;
 
 use crate::link::LinkKind;
+use crate::page::{Extras, PageResult};
 
-/// One fetched URL and what came of it.
+/// One fetched URL and what came of it: what page events deliver and page hooks see.
 #[derive(Debug, Clone)]
 pub struct Page {
     /// The URL fetched.
     pub url: Url,
-    /// Click depth.
-    pub depth: u32,
-    /// HTTP status, when a response came.
-    pub status: Option<u16>,
+    /// What came of it, as stored.
+    pub result: PageResult,
     /// Response headers (empty without a response).
     pub headers: HeaderMap,
-    /// `Content-Type`.
-    pub content_type: Option<String>,
-    /// Body bytes read.
-    pub size: Option<u64>,
-    /// The body passed `max-body` and was cut.
-    pub truncated: bool,
-    /// `<title>`.
-    pub title: Option<String>,
-    /// Request start to body end, in milliseconds.
-    pub fetch_ms: u64,
-    /// Attempts made.
-    pub attempts: u32,
-    /// Error class, when the fetch failed.
-    pub error_kind: Option<&'static str>,
-    /// Error message.
-    pub error: Option<String>,
     /// Links found in the page, in document order (or the redirect target).
     pub outlinks: Vec<Outlink>,
     /// The (decoded, capped) body, when events were asked for with bodies.
     pub body: Option<Bytes>,
+}
+
+impl Page {
+    /// The page fetched at `url`, with what was gathered beyond its result.
+    pub(crate) fn new(url: Url, result: PageResult, extras: Extras) -> Page {
+        Page {
+            url,
+            result,
+            headers: extras.headers,
+            outlinks: extras.outlinks,
+            body: extras.body.map(|b| b.freeze()),
+        }
+    }
 }
 
 /// One link out of a page.

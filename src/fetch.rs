@@ -16,6 +16,8 @@ use reqwest::header::{
 use reqwest::{Client, StatusCode};
 use url::Url;
 
+use crate::page::ErrorKind;
+
 use std::sync::Arc;
 
 use crate::config::CrawlConfig;
@@ -54,15 +56,15 @@ pub enum FetchError {
 
 impl FetchError {
     /// Short, stable name of the error class.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            FetchError::Timeout(_) => "timeout",
-            FetchError::Dns(_) => "dns",
-            FetchError::Connect(_) => "connect",
-            FetchError::Body(_) => "body",
-            FetchError::Decode(_) => "decode",
-            FetchError::Request(_) => "request",
-            FetchError::Client(_) => "client",
+            FetchError::Timeout(_) => ErrorKind::Timeout,
+            FetchError::Dns(_) => ErrorKind::Dns,
+            FetchError::Connect(_) => ErrorKind::Connect,
+            FetchError::Body(_) => ErrorKind::Body,
+            FetchError::Decode(_) => ErrorKind::Decode,
+            FetchError::Request(_) => ErrorKind::Request,
+            FetchError::Client(_) => ErrorKind::Client,
         }
     }
 

@@ -18,7 +18,7 @@ use cli::{
     ManArgs, ReportArgs, Source, StatusArgs, StatusFormat,
 };
 use exit_codes::{BAD_INPUT, FAILED, INTERRUPTED, SUCCESS};
-use trawl::config::{ConfigError, ConfigPatch};
+use trawl::config::{ConfigError, Layers};
 use trawl::store::{OpenMode, SqliteStore};
 use trawl::{CrawlConfig, Crawler, CrawlerBuilder, Outcome};
 
@@ -43,19 +43,7 @@ fn main() -> ExitCode {
 }
 
 impl ConfigLayers {
-    /// The patches laid over the base, in order, named as the builder names them in
-    /// errors: the `--config` file by its path, then the flags as "options".
-    fn patches(&self) -> Result<Vec<(String, ConfigPatch)>, ConfigError> {
-        let mut patches = Vec::new();
-        if let Some(path) = &self.config {
-            patches.push((path.display().to_string(), CrawlConfig::read_patch(path)?));
-        }
-        patches.push(("options".to_string(), self.options.to_patch()));
-        Ok(patches)
-    }
-
-    /// Hand the layers to a crawl's builder, which lays them over its base the same way
-    /// [`ConfigLayers::effective`] does.
+    /// Hand the layers to a crawl's builder, which lays them over its base.
     fn apply(&self, mut builder: CrawlerBuilder) -> CrawlerBuilder {
         if let Some(path) = &self.config {
             builder = builder.config_file(path);
@@ -64,14 +52,12 @@ impl ConfigLayers {
     }
 
     /// The configuration a crawl with these layers uses over `base` (the stored
-    /// configuration when resuming, else the defaults).
+    /// configuration when resuming, else the defaults), settled as the builder settles it.
     fn effective(&self, base: Option<&CrawlConfig>) -> Result<CrawlConfig, ConfigError> {
-        let patches = self.patches()?;
-        let refs: Vec<(&str, &ConfigPatch)> =
-            patches.iter().map(|(o, p)| (o.as_str(), p)).collect();
-        // Like the builder: what is given must be valid on its own, whatever the base.
-        CrawlConfig::layered(None, &refs)?;
-        CrawlConfig::layered(base, &refs)
+        let files: Vec<PathBuf> = self.config.iter().cloned().collect();
+        let layers = Layers::read(&files, self.options.to_patch())?;
+        layers.given()?;
+        layers.over(base)
     }
 }
 
@@ -122,77 +108,68 @@ fn crawl(args: CrawlArgs) -> ExitCode {
         Err(e) => return fail(FAILED, format!("cannot start the runtime: {e}")),
     };
     runtime.block_on(async move {
-        if args.source.store.is_some() {
-            return crawl_redis(&args, show_progress).await;
-        }
-        let db = args.source.db.clone().expect("clap requires --db without --store");
-        let builder = Crawler::builder()
-            .db(&db)
-            .seeds(args.seeds.iter().cloned())
-            .recrawl(args.recrawl);
-        let builder = args.layers.apply(builder);
-        let crawler = match builder.build() {
-            Ok(c) => c,
-            Err(e) => {
+        let crawler = match build(&args).await {
+            Some(Ok(c)) => c,
+            Some(Err(e)) => {
                 let code = if e.is_usage() { BAD_INPUT } else { FAILED };
                 return fail(code, e);
             }
+            None => return ExitCode::from(INTERRUPTED),
         };
         if crawler.is_finished() {
-            println!(
-                "{} holds a finished crawl; nothing to do (use --recrawl to crawl it again, or trawl export to read it)",
-                db.display()
-            );
+            match crawler.crawl_id() {
+                Some(id) => println!(
+                    "crawl {id:?} is finished; nothing to do (trawl export --store ... --crawl-id {id} reads it)"
+                ),
+                None => println!(
+                    "{} holds a finished crawl; nothing to do (use --recrawl to crawl it again, or trawl export to read it)",
+                    args.source.shown_path()
+                ),
+            }
             drop(crawler);
             return finished_exit(&args).await;
         }
-        if crawler.is_resume() {
-            tracing::info!(db = %db.display(), "resuming the crawl stored in the file");
+        match crawler.crawl_id() {
+            Some(id) => tracing::info!(
+                crawl_id = id,
+                created = crawler.created(),
+                "{} the Redis crawl",
+                if crawler.created() { "starting" } else { "joining" }
+            ),
+            None if crawler.is_resume() => {
+                tracing::info!(db = %args.source.shown_path(), "resuming the crawl stored in the file")
+            }
+            None => {}
         }
         let progress = crawler.progress();
         watched(&args, show_progress, progress, crawler.run(shutdown_signal())).await
     })
 }
 
-/// A Redis crawl: this process joins (or starts) the crawl named by --crawl-id.
-async fn crawl_redis(args: &CrawlArgs, show_progress: bool) -> ExitCode {
-    let builder = Crawler::builder()
-        .store(args.source.store.clone().unwrap_or_default())
-        .crawl_id(args.source.crawl_id.clone().unwrap_or_default())
-        .seeds(args.seeds.iter().cloned());
-    let builder = args.layers.apply(builder);
-    let build = builder.build_distributed();
-    let crawl = tokio::select! {
-        c = build => c,
-        _ = shutdown_signal() => return ExitCode::from(INTERRUPTED),
-    };
-    let crawl = match crawl {
-        Ok(c) => c,
-        Err(e) => {
-            let code = if e.is_usage() { BAD_INPUT } else { FAILED };
-            return fail(code, e);
+/// Build the crawl the arguments name: a SQLite file, or this process's part of a Redis
+/// crawl (`None` when Ctrl-C came while waiting for Redis).
+async fn build(args: &CrawlArgs) -> Option<Result<Crawler, trawl::Error>> {
+    let builder = args
+        .layers
+        .apply(Crawler::builder().seeds(args.seeds.iter().cloned()));
+    match (&args.source.store, &args.source.db) {
+        (Some(store), _) => {
+            let build = builder
+                .store(store.clone())
+                .crawl_id(args.source.crawl_id.clone().unwrap_or_default())
+                .build_distributed();
+            tokio::select! {
+                c = build => Some(c),
+                _ = shutdown_signal() => None,
+            }
         }
-    };
-    if crawl.is_finished() {
-        println!(
-            "crawl {:?} is finished; nothing to do (trawl export --store ... --crawl-id {} reads it)",
-            crawl.crawl_id(),
-            crawl.crawl_id()
-        );
-        return finished_exit(args).await;
+        (None, db) => Some(
+            builder
+                .db(db.clone().expect("clap requires --db without --store"))
+                .recrawl(args.recrawl)
+                .build(),
+        ),
     }
-    tracing::info!(
-        crawl_id = crawl.crawl_id(),
-        created = crawl.created(),
-        "{} the Redis crawl",
-        if crawl.created() {
-            "starting"
-        } else {
-            "joining"
-        }
-    );
-    let progress = crawl.progress();
-    watched(args, show_progress, progress, crawl.run(shutdown_signal())).await
 }
 
 /// Run a crawl with its progress shown (a line on a terminal, else a log every 10 s),
@@ -269,7 +246,7 @@ async fn readable(source: &Source) -> anyhow::Result<Readable> {
     };
     let dir = tempfile::Builder::new().prefix("trawl-copy").tempdir()?;
     let path = dir.path().join("crawl.db");
-    trawl::distributed::copy::to_sqlite(store, id, &path).await?;
+    trawl::store::redis::copy::to_sqlite(store, id, &path).await?;
     Ok(Readable {
         path,
         _copy: Some(dir),
@@ -413,8 +390,8 @@ fn exit_for(
     let (broken_pipe, usage) = classify(&e).unwrap_or_else(|| {
         let usage = e
             .downcast_ref::<trawl::store::StoreError>()
-            .is_some_and(|s| !matches!(s, trawl::store::StoreError::Sqlite { .. }))
-            || e.downcast_ref::<trawl::distributed::DistError>()
+            .is_some_and(|s| s.is_usage())
+            || e.downcast_ref::<trawl::store::redis::DistError>()
                 .is_some_and(|d| d.is_usage());
         (false, usage)
     });
@@ -449,7 +426,7 @@ fn run_export(args: &ExportArgs) -> anyhow::Result<()> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        let copied = rt.block_on(trawl::distributed::copy::to_sqlite(store, id, to))?;
+        let copied = rt.block_on(trawl::store::redis::copy::to_sqlite(store, id, to))?;
         eprintln!(
             "copied crawl {id:?}: {} URLs ({} fetched), {} edges into {}",
             copied.urls,
@@ -519,7 +496,7 @@ fn status(args: StatusArgs) -> ExitCode {
     let s = match trawl::status::read(db) {
         Ok(s) => s,
         Err(e) => {
-            let usage = !matches!(e, trawl::store::StoreError::Sqlite { .. });
+            let usage = e.is_usage();
             return fail(if usage { BAD_INPUT } else { FAILED }, e);
         }
     };
@@ -539,12 +516,12 @@ fn redis_status(store: &str, id: &str, format: StatusFormat) -> ExitCode {
         .enable_all()
         .build()
         .map_err(anyhow::Error::from)
-        .and_then(|rt| Ok(rt.block_on(trawl::distributed::status::read(store, id))?));
+        .and_then(|rt| Ok(rt.block_on(trawl::store::redis::status::read(store, id))?));
     let s = match read {
         Ok(s) => s,
         Err(e) => {
             let usage = e
-                .downcast_ref::<trawl::distributed::DistError>()
+                .downcast_ref::<trawl::store::redis::DistError>()
                 .is_some_and(|d| d.is_usage());
             return fail(if usage { BAD_INPUT } else { FAILED }, with_causes(&e));
         }
@@ -571,7 +548,7 @@ fn config(args: ConfigArgs) -> ExitCode {
         Err(e) => {
             let failed = e
                 .downcast_ref::<trawl::store::StoreError>()
-                .is_some_and(|s| matches!(s, trawl::store::StoreError::Sqlite { .. }));
+                .is_some_and(|s| !s.is_usage());
             fail(if failed { FAILED } else { BAD_INPUT }, with_causes(&e))
         }
     }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::store::PageRecord;
+use crate::page::{ErrorKind, PageResult};
 
 /// Live counters for this run.
 #[derive(Debug, Default)]
@@ -22,7 +22,7 @@ pub struct Stats {
     /// last), and their sum.
     latency: [AtomicU64; LATENCY_BUCKETS_MS.len() + 1],
     latency_sum_ms: AtomicU64,
-    errors: Mutex<BTreeMap<&'static str, u64>>,
+    errors: Mutex<BTreeMap<ErrorKind, u64>>,
 }
 
 /// Upper bounds of the fetch-duration histogram, in milliseconds.
@@ -30,8 +30,8 @@ pub const LATENCY_BUCKETS_MS: [u64; 12] =
     [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000];
 
 impl Stats {
-    /// Count one page's result.
-    pub fn record(&self, rec: &PageRecord) {
+    /// Count one page's result and its `edges`.
+    pub fn record(&self, rec: &PageResult, edges: usize) {
         self.pages.fetch_add(1, Relaxed);
         if let Some(s) = rec.status {
             let class = (s / 100).min(5) as usize;
@@ -49,7 +49,7 @@ impl Stats {
                 .or_default() += 1;
         }
         self.bytes.fetch_add(rec.size.unwrap_or(0), Relaxed);
-        self.edges.fetch_add(rec.edges.len() as u64, Relaxed);
+        self.edges.fetch_add(edges as u64, Relaxed);
         let bucket = LATENCY_BUCKETS_MS
             .iter()
             .position(|&b| rec.fetch_ms <= b)
@@ -95,7 +95,7 @@ impl Stats {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .iter()
-                .map(|(k, v)| (k.to_string(), *v))
+                .map(|(k, v)| (k.as_str().to_string(), *v))
                 .collect(),
             elapsed,
         }

@@ -113,7 +113,7 @@ fn span(ms: i64) -> String {
 
 /// `trawl status` of a Redis crawl, for people.
 pub fn redis_text(
-    s: &trawl::distributed::status::RedisStatus,
+    s: &trawl::store::redis::status::RedisStatus,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     let id = &s.crawl_id;

@@ -34,7 +34,7 @@ async fn every_page_arrives_once_even_to_a_slow_consumer() {
     assert_eq!(seen.len(), expected.fetched.len());
     let base = server.base();
     let home = &seen[&format!("{base}/")];
-    assert_eq!(home.status, Some(200));
+    assert_eq!(home.result.status, Some(200));
     assert_eq!(
         home.outlinks.len(),
         expected.out_degree(&format!("{base}/"))
@@ -44,7 +44,7 @@ async fn every_page_arrives_once_even_to_a_slow_consumer() {
     assert!(text.contains("href=") && text.contains("/p/0"), "{text}");
     assert!(home.headers.contains_key("content-type"));
     let hop = &seen[&format!("{base}/r/3")];
-    assert_eq!(hop.status, Some(301));
+    assert_eq!(hop.result.status, Some(301));
     assert_eq!(hop.outlinks.len(), 1);
     assert_eq!(hop.outlinks[0].kind, LinkKind::Redirect);
     assert_eq!(hop.outlinks[0].url.path(), "/r/2");

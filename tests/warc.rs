@@ -467,25 +467,6 @@ fn unusable_paths_are_refused_before_anything_is_written() {
         std::fs::read(dir.path().join("notes.txt")).unwrap(),
         b"keep me"
     );
-
-    // Redis crawls do not write WARC yet: refused before Redis is even asked.
-    let out = trawl(
-        dir.path(),
-        &[
-            "crawl",
-            "http://127.0.0.1:9/",
-            "--store",
-            "redis://127.0.0.1:9/0",
-            "--crawl-id",
-            "w",
-            "--warc",
-            "a.warc.gz",
-        ],
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("not supported in Redis crawls"), "{stderr}");
-    assert!(!dir.path().join("a.warc.gz").exists());
 }
 
 /// kill -9 mid-crawl, then a torn record at the end (as a kill during a write leaves),

@@ -1,30 +1,208 @@
-//! The store: where the truth of a crawl lives.
+//! The store: where a crawl's state lives, behind one seam, [`Store`], that the engine
+//! (`engine`) crawls through. Its operations are those of a frontier: admit the seeds,
+//! take work for hosts that are ready, complete a page with its result and links, retry
+//! it, skip it, pause a host, tell whether the crawl is drained.
 //!
-//! One writer owns the database connection (`writer`); everything else talks to it with
-//! `WriteOp` messages (through a [`WriterHandle`]), and it commits them in batched transactions. URLs admitted to the
-//! crawl are not sent as messages but appended to [`Pending`] *before* they become visible
-//! in the visited set, and the writer drains `Pending` before every message: so any
-//! message that mentions a URL id finds that URL's row already written in the same or an
-//! earlier transaction, and after a crash every committed edge points at a stored URL.
+//! Two sides implement it:
+//! - [`local`]: per-host queues and the compact visited set in memory, one SQLite writer
+//!   thread behind them; no call leaves the process, so the hot path has no round trips.
+//! - [`redis`]: many processes share one crawl through Redis; each atomic step is one Lua
+//!   script on one cluster slot, and leases return a dead process's URLs to the others.
 //!
-//! `sqlite` opens, checks, migrates and locks the file and reads back what a resumed crawl
-//! needs.
+//! Everything above the seam (the worker, the dispatcher, host preparation, WARC output,
+//! page events and hooks) is written once and works the same on both.
 
-mod sqlite;
-mod writer;
+pub mod local;
+pub mod redis;
 
-use std::sync::Mutex;
+use std::fmt::Debug;
+use std::future::Future;
+use std::hash::Hash;
+use std::time::{Duration, Instant};
 
-pub use sqlite::{CrawlRow, KnownUrl, OpenMode, Resumed, SqliteStore};
-pub use writer::{StoreWriter, WriterHandle};
+use url::Url;
 
-use crate::link::LinkKind;
-use crate::url_norm::SkipReason;
+use crate::admit::{Outlinks, SkipReason};
+use crate::page::PageResult;
+use crate::Error;
 
-/// A URL's id: the `urls.id` column, assigned when the URL is admitted.
-pub type UrlId = u64;
-/// A host's id: the `hosts.id` column.
-pub type HostId = u32;
+pub use local::error::StoreError;
+pub use local::pending::{Edge, HostId, NewHost, NewUrl, PageRecord, Pending, UrlId};
+pub use local::sqlite::{CrawlRow, KnownUrl, OpenMode, Resumed, SqliteStore};
+pub use local::visited::Footprint;
+pub use local::writer::{StoreWriter, WriterHandle};
+
+/// A URL taken from the store to be fetched.
+pub struct Job<S: Store> {
+    /// What to fetch.
+    pub url: Url,
+    /// Its host, as the store names hosts.
+    pub host: S::Host,
+    /// Click depth when queued.
+    pub depth: u32,
+    /// Attempts already made (transient faults are retried).
+    pub attempts: u32,
+    /// For a redirect target: the key hashes of the chain that led here, oldest first.
+    pub chain: Vec<u128>,
+    /// The store's own handle on the URL (a row id and drain guard, a lease).
+    pub ticket: S::Ticket,
+}
+
+impl<S: Store> Debug for Job<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Job")
+            .field("url", &self.url.as_str())
+            .field("host", &self.host)
+            .field("depth", &self.depth)
+            .field("attempts", &self.attempts)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a take gave.
+pub struct Taken<S: Store> {
+    /// URLs to fetch now; their host slots are taken until they complete, retry, are
+    /// skipped or dropped.
+    pub jobs: Vec<Job<S>>,
+    /// When more may be ready without anything else happening (a host's spacing or pause
+    /// ends, a retry comes due).
+    pub next: Option<Instant>,
+}
+
+/// A sitemap document read while preparing a host, to be recorded with what it lists.
+#[derive(Debug)]
+pub struct SitemapDoc {
+    /// The document's URL.
+    pub url: Url,
+    /// The index that listed it, if any.
+    pub parent: Option<Url>,
+    /// How fetching it went (status, type, size, times).
+    pub result: PageResult,
+    /// The URLs it lists, resolved against it.
+    pub entries: Vec<Url>,
+    /// An index (it lists sitemaps) rather than a URL set (it lists pages).
+    pub index: bool,
+}
+
+/// Counts a progress display reads, cheaply and at any time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FrontierCounts {
+    /// Queued in this process's memory.
+    pub in_memory: usize,
+    /// Queued elsewhere (on disk, in Redis).
+    pub spilled: u64,
+    /// Taken and not yet finished.
+    pub in_flight: usize,
+    /// Waiting for another attempt.
+    pub retrying: usize,
+}
+
+/// Where the crawl stands when a run ends.
+#[derive(Debug, Clone, Default)]
+pub struct Finished {
+    /// URLs known to the crawl (all runs, all processes): fetched, queued and skipped.
+    pub known_urls: u64,
+    /// URLs still queued.
+    pub queued: u64,
+    /// The visited set's footprint, for a store that keeps it in this process.
+    pub visited: Footprint,
+}
+
+/// The seam between the crawl engine and where a crawl's state lives. See the module doc.
+///
+/// Futures are `Send` so the engine can run them on any worker thread; the local side's
+/// futures complete without waiting, except where its single writer applies backpressure.
+pub trait Store: Send + Sync + Sized + 'static {
+    /// How the store names a host (`host[:port]`).
+    type Host: Clone + Eq + Hash + Debug + Send + Sync + 'static;
+    /// The store's handle on a taken URL. Dropping it without completing the URL leaves
+    /// the URL to be fetched later (on resume, or by another process).
+    type Ticket: Send + Sync + 'static;
+
+    /// Admit the seeds (never judged by scope: the user asked for them).
+    fn admit_seeds(&self, seeds: &[Url]) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// Take up to `room` URLs of hosts that are ready: under their per-host limit, past
+    /// their spacing and pauses.
+    fn take(&self, room: usize) -> impl Future<Output = Result<Taken<Self>, Error>> + Send;
+
+    /// Wait until something may have changed (a page admitted links, a slot came free) or
+    /// `until` passes.
+    fn wait(&self, until: Option<Instant>) -> impl Future<Output = ()> + Send;
+
+    /// Whether every admitted URL is finished, here and in every other process.
+    fn is_drained(&self) -> impl Future<Output = Result<bool, Error>> + Send;
+
+    /// The depth to fetch `job` at: it may have been found along a shorter path since it
+    /// was queued. `hash` is its canonical key's.
+    fn depth_now(&self, job: &Job<Self>, hash: u128) -> u32;
+
+    /// A request to `host` starts now: keep its spacing from this moment (a request that
+    /// leaves later than it was booked for pushes the next one out).
+    fn started(&self, host: &Self::Host) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// No request to `host` starts before `until` (a 429 or 503), in every process.
+    fn pause(
+        &self,
+        host: &Self::Host,
+        until: Instant,
+    ) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// Try `job` again at `at` (its attempt count goes up by one).
+    fn retry(&self, job: Job<Self>, at: Instant) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// Store `job`'s result and admit what it links to, in one step: after a crash either
+    /// both are there or neither.
+    fn complete(
+        &self,
+        job: Job<Self>,
+        result: PageResult,
+        links: Outlinks,
+    ) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// Give `job` back unfetched: it is taken again, ahead of its host's queue, when its
+    /// host is next ready (so its spacing holds from the requests made meanwhile).
+    fn release(&self, job: Job<Self>) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// Record `job` as not fetched, for `reason` (robots.txt forbids it).
+    fn skip(
+        &self,
+        job: Job<Self>,
+        reason: SkipReason,
+    ) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// Space requests to `host` at least `interval` apart (a robots.txt Crawl-delay); the
+    /// configured spacing still applies when longer.
+    fn set_interval(&self, host: &Self::Host, interval: Duration);
+
+    /// Book a request to `host` made outside the queues (a sitemap read), keeping its
+    /// spacing: when it may start.
+    fn book(&self, host: &Self::Host) -> impl Future<Output = Result<Instant, Error>> + Send;
+
+    /// Of the top-level sitemaps `listed` for `host`, those to read now: none when another
+    /// process claimed the host's sitemaps, none already read in an earlier run.
+    fn sitemaps_to_read(
+        &self,
+        host: &Self::Host,
+        listed: Vec<Url>,
+    ) -> impl Future<Output = Result<Vec<Url>, Error>> + Send;
+
+    /// Record a sitemap document and admit what it lists; false when it was already
+    /// recorded (then its entries are not admitted again).
+    fn record_sitemap(&self, doc: SitemapDoc) -> impl Future<Output = Result<bool, Error>> + Send;
+
+    /// Counts for progress displays.
+    fn counts(&self) -> FrontierCounts;
+
+    /// The visited set's footprint, for a store that keeps it in this process.
+    fn footprint(&self) -> Footprint {
+        Footprint::default()
+    }
+
+    /// End this process's part of the run: commit or give back what it holds and, when
+    /// `drained`, mark the crawl finished. Called once, after every worker has stopped.
+    fn finish(&self, drained: bool) -> impl Future<Output = Result<Finished, Error>> + Send;
+}
 
 /// Where a URL is in its life (`urls.state`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,251 +237,6 @@ impl UrlState {
             UrlState::Failed => "failed",
             UrlState::Skipped => "skipped",
         }
-    }
-}
-
-/// Why the store failed. Each message says what the user can do.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// The file is not a SQLite database, or is damaged.
-    #[error("{path} is not a usable trawl database ({detail}); it was left untouched: give another --db path, or restore the file from a backup")]
-    Corrupt {
-        /// The file.
-        path: String,
-        /// What SQLite or trawl found.
-        detail: String,
-    },
-    /// A SQLite database, but not one trawl made.
-    #[error("{path} is a SQLite database but not a trawl crawl; it was left untouched: give another --db path")]
-    NotTrawl {
-        /// The file.
-        path: String,
-    },
-    /// Made by a newer trawl.
-    #[error("{path} has schema version {found}, newer than this trawl understands ({supported}); upgrade trawl")]
-    TooNew {
-        /// The file.
-        path: String,
-        /// The file's version.
-        found: i64,
-        /// The newest this build knows.
-        supported: i64,
-    },
-    /// Another process holds the crawl.
-    #[error("{path} is in use by another trawl process{pid}; wait for it to finish or stop it, then run again")]
-    Locked {
-        /// The file.
-        path: String,
-        /// " (pid N)" when known.
-        pid: String,
-    },
-    /// The file or its directory cannot be written.
-    #[error("{path} cannot be written ({detail}); check its permissions and free disk space")]
-    ReadOnly {
-        /// The file.
-        path: String,
-        /// What the OS or SQLite said.
-        detail: String,
-    },
-    /// The file could not be opened at all.
-    #[error("cannot open {path}: {source}")]
-    Open {
-        /// The file.
-        path: String,
-        /// What the OS said.
-        source: std::io::Error,
-    },
-    /// The disk is full: what is committed is safe.
-    #[error("the disk holding {path} is full; everything committed so far is safe: free some space and run the same command again to resume")]
-    DiskFull {
-        /// The file.
-        path: String,
-    },
-    /// Any other SQLite error.
-    #[error("database error on {path}: {source}")]
-    Sqlite {
-        /// The file.
-        path: String,
-        /// SQLite's error.
-        source: rusqlite::Error,
-    },
-    /// The WARC records of a page could not be written, so its result was not committed.
-    #[error(transparent)]
-    Warc(#[from] crate::warc::WarcError),
-    /// The writer thread is gone (it stopped on an earlier error).
-    #[error("the store writer has stopped")]
-    WriterGone,
-}
-
-/// A host first seen during this run.
-#[derive(Debug, Clone)]
-pub struct NewHost {
-    /// Its id.
-    pub id: HostId,
-    /// `host[:port]`.
-    pub name: String,
-}
-
-/// A URL first seen during this run: becomes a `urls` row.
-#[derive(Debug, Clone)]
-pub struct NewUrl {
-    /// Its id.
-    pub id: UrlId,
-    /// Its host.
-    pub host: HostId,
-    /// Canonical key.
-    pub key: String,
-    /// The URL to fetch when it differs from `key`.
-    pub url: Option<String>,
-    /// Click depth.
-    pub depth: u32,
-    /// First page linking here.
-    pub referrer: Option<UrlId>,
-    /// `Some` when the URL will never be fetched.
-    pub skip: Option<SkipReason>,
-}
-
-/// One edge out of a page.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Edge {
-    /// Target URL.
-    pub dst: UrlId,
-    /// Element or event that made it.
-    pub kind: LinkKind,
-    /// `rel=nofollow` on the element.
-    pub nofollow: bool,
-    /// The link's text (for `<a>`).
-    pub anchor: Option<String>,
-}
-
-/// What fetching one URL produced.
-#[derive(Debug, Clone, Default)]
-pub struct PageRecord {
-    /// The URL fetched.
-    pub id: UrlId,
-    /// Its depth when fetched (it may have been found along a shorter path since queued).
-    pub depth: u32,
-    /// Attempts made, this one included.
-    pub attempts: u32,
-    /// `Done` or `Failed`.
-    pub failed: bool,
-    /// HTTP status, when a response came.
-    pub status: Option<u16>,
-    /// `Content-Type` as sent.
-    pub content_type: Option<String>,
-    /// Body bytes read (or announced by `Content-Length` when the body was not read).
-    pub size: Option<u64>,
-    /// The body passed `max-body` and was cut.
-    pub truncated: bool,
-    /// `<title>`.
-    pub title: Option<String>,
-    /// The page asked not to be indexed (meta robots or X-Robots-Tag).
-    pub noindex: bool,
-    /// When the request started, Unix ms.
-    pub fetched_at: i64,
-    /// Request start to body end.
-    pub fetch_ms: u64,
-    /// Short machine-readable error class (`timeout`, `connect`, ...).
-    pub error_kind: Option<&'static str>,
-    /// Human-readable error.
-    pub error: Option<String>,
-    /// Outlinks in document order (for a redirect: the one `redirect` edge).
-    pub edges: Vec<Edge>,
-}
-
-/// A queued URL read back from the spill table.
-#[derive(Debug, Clone)]
-pub struct Refilled {
-    /// Its id.
-    pub id: UrlId,
-    /// The URL to fetch.
-    pub url: String,
-    /// Click depth.
-    pub depth: u32,
-}
-
-/// Rows admitted but not yet handed to the writer; see the module doc for why this is
-/// not a message.
-#[derive(Debug, Default)]
-pub struct Pending {
-    inner: Mutex<PendingRows>,
-}
-
-/// The rows inside [`Pending`].
-#[derive(Debug, Default)]
-pub struct PendingRows {
-    /// New hosts.
-    pub hosts: Vec<NewHost>,
-    /// New URLs.
-    pub urls: Vec<NewUrl>,
-    /// Queued URLs the frontier keeps on disk: (host, url).
-    pub spills: Vec<(HostId, UrlId)>,
-    /// URLs found along a shorter path: (url, new depth).
-    pub depths: Vec<(UrlId, u32)>,
-    /// URLs skipped for `max-depth` that a shorter path brought within it: (url, depth).
-    pub requeues: Vec<(UrlId, u32)>,
-    /// Hosts paused by a 429 or 503: (host, until Unix ms), so a restart honours them.
-    pub pauses: Vec<(HostId, i64)>,
-    /// Queued URLs decided against at dispatch (robots.txt): (url, reason).
-    pub skips: Vec<(UrlId, SkipReason)>,
-}
-
-impl Pending {
-    /// Append a host row.
-    pub fn push_host(&self, host: NewHost) {
-        self.lock().hosts.push(host);
-    }
-
-    /// Append a URL row.
-    pub fn push_url(&self, url: NewUrl) {
-        self.lock().urls.push(url);
-    }
-
-    /// Append spill rows.
-    pub fn push_spills(&self, spills: impl IntoIterator<Item = (HostId, UrlId)>) {
-        self.lock().spills.extend(spills);
-    }
-
-    /// Record a shorter path to a URL.
-    pub fn push_depth(&self, id: UrlId, depth: u32) {
-        self.lock().depths.push((id, depth));
-    }
-
-    /// Record that a URL skipped for depth is to be fetched after all.
-    pub fn push_requeue(&self, id: UrlId, depth: u32) {
-        self.lock().requeues.push((id, depth));
-    }
-
-    /// Record a queued URL as skipped.
-    pub fn push_skip(&self, id: UrlId, reason: SkipReason) {
-        self.lock().skips.push((id, reason));
-    }
-
-    /// Record a host's pause.
-    pub fn push_pause(&self, host: HostId, until_ms: i64) {
-        self.lock().pauses.push((host, until_ms));
-    }
-
-    /// Take everything appended so far.
-    pub fn take(&self) -> Option<PendingRows> {
-        let mut g = self.lock();
-        if g.hosts.is_empty()
-            && g.urls.is_empty()
-            && g.spills.is_empty()
-            && g.depths.is_empty()
-            && g.requeues.is_empty()
-            && g.pauses.is_empty()
-            && g.skips.is_empty()
-        {
-            return None;
-        }
-        Some(std::mem::take(&mut *g))
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, PendingRows> {
-        // A panic while pushing cannot leave the vectors half-updated, so a poisoned lock
-        // is still consistent.
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

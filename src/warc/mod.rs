@@ -81,9 +81,6 @@ pub enum WarcError {
         /// The path given.
         path: String,
     },
-    /// WARC output was asked of a Redis crawl.
-    #[error("--warc is not supported in Redis crawls yet; crawl with --db FILE to write a WARC file, or leave --warc out (a warc key in a config file counts too)")]
-    Distributed,
     /// Writing failed during the crawl (a full disk, most often).
     #[error("cannot write the WARC file {path}: {detail}; every page committed so far has its records in the file: free some space (or fix the file's permissions) and run the same command again to resume")]
     Write {
@@ -190,12 +187,14 @@ pub struct CommitBarrier {
 }
 
 /// Refuse a `--warc` path that can never work (a directory, a missing directory, a file
-/// that is not a gzip WARC, the database itself) before anything is written.
-pub fn check_path(path: &Path, db: &Path) -> Result<(), WarcError> {
-    let same = match (std::path::absolute(path), std::path::absolute(db)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => path == db,
-    };
+/// that is not a gzip WARC, the crawl's database `db` itself) before anything is written.
+pub fn check_path(path: &Path, db: Option<&Path>) -> Result<(), WarcError> {
+    let same = db.is_some_and(
+        |db| match (std::path::absolute(path), std::path::absolute(db)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => path == db,
+        },
+    );
     if same {
         return Err(WarcError::SameAsDb {
             path: path.display().to_string(),

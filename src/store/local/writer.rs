@@ -13,12 +13,11 @@ use std::time::{Duration, Instant};
 use rusqlite::{params, Statement, Transaction};
 use tokio::sync::{mpsc, oneshot};
 
+use super::error::StoreError;
+use super::pending::{HostId, PageRecord, Pending, PendingRows, Refilled};
+use super::sqlite::{classify, SqliteStore};
+use crate::store::{now_ms, UrlState};
 use crate::warc::CommitBarrier;
-
-use super::{
-    now_ms, sqlite::classify, HostId, PageRecord, Pending, PendingRows, Refilled, SqliteStore,
-    StoreError, UrlState,
-};
 
 /// Messages sent per transaction at most, and the longest a transaction stays open while
 /// more keep arriving: bounds both the loss window of a power cut and commit latency.
@@ -37,6 +36,8 @@ enum WriteOp {
         reply: oneshot::Sender<Vec<Refilled>>,
     },
     Flush(oneshot::Sender<()>),
+    /// Commit everything and stop, although handles remain.
+    Close,
 }
 
 /// Sends work to the writer thread. Cheap to clone; the writer ends when every handle is
@@ -103,6 +104,13 @@ impl WriterHandle {
         rx.await.map_err(|_| StoreError::WriterGone)
     }
 
+    /// Commit everything sent and pending so far and stop the writer; later messages
+    /// fail with [`StoreError::WriterGone`]. [`StoreWriter::join`] then returns the store.
+    pub async fn close(&self) {
+        // A writer that already stopped (on an error) has nothing left to close.
+        let _ = self.tx.send(WriteOp::Close).await;
+    }
+
     /// Wait until everything sent and pending so far is committed.
     pub async fn flush(&self) -> Result<(), StoreError> {
         let (reply, rx) = oneshot::channel();
@@ -127,15 +135,19 @@ fn run(
     store.conn.set_prepared_statement_cache_capacity(32);
     loop {
         let first = rx.blocking_recv();
-        let closing = first.is_none();
+        let mut closing = matches!(first, None | Some(WriteOp::Close));
         let tx = store.conn.transaction().map_err(err)?;
         let mut acks = Vec::new();
-        if let Some(first) = first {
+        if let Some(first) = first.filter(|_| !closing) {
             apply(&tx, first, pending, &mut acks).map_err(err)?;
             let start = Instant::now();
             let mut n = 1;
             while n < MAX_BATCH && start.elapsed() < MAX_BATCH_TIME {
                 match rx.try_recv() {
+                    Ok(WriteOp::Close) => {
+                        closing = true;
+                        break;
+                    }
                     Ok(op) => apply(&tx, op, pending, &mut acks).map_err(err)?,
                     Err(_) => break,
                 }
@@ -181,6 +193,7 @@ fn apply(
             acks.push(ack);
             Ok(())
         }
+        WriteOp::Close => Ok(()),
     }
 }
 
@@ -271,7 +284,8 @@ fn write_pending(tx: &Transaction<'_>, pending: &Pending) -> rusqlite::Result<()
     Ok(())
 }
 
-fn write_page(tx: &Transaction<'_>, rec: &PageRecord) -> rusqlite::Result<()> {
+fn write_page(tx: &Transaction<'_>, page: &PageRecord) -> rusqlite::Result<()> {
+    let rec = &page.result;
     let state = if rec.failed {
         UrlState::Failed
     } else {
@@ -284,7 +298,7 @@ fn write_page(tx: &Transaction<'_>, rec: &PageRecord) -> rusqlite::Result<()> {
          WHERE id = ?1",
     )?;
     let changed = st.execute(params![
-        rec.id as i64,
+        page.id as i64,
         state as i64,
         rec.status,
         rec.content_type,
@@ -299,14 +313,14 @@ fn write_page(tx: &Transaction<'_>, rec: &PageRecord) -> rusqlite::Result<()> {
         rec.attempts,
         rec.noindex,
     ])?;
-    debug_assert_eq!(changed, 1, "page {} has no row", rec.id);
+    debug_assert_eq!(changed, 1, "page {} has no row", page.id);
     // `src` is the page for every row: bound once per statement as ?1.
     insert_rows(
         tx,
         "INSERT INTO edges (src, dst, kind, nofollow, anchor) VALUES ",
-        Some(rec.id as i64),
+        Some(page.id as i64),
         4,
-        &rec.edges,
+        &page.edges,
         |st, i, e| {
             st.raw_bind_parameter(i, e.dst as i64)?;
             st.raw_bind_parameter(i + 1, e.kind.code())?;

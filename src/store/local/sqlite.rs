@@ -14,16 +14,18 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
-use super::{now_ms, HostId, StoreError, UrlId, UrlState};
+use super::error::StoreError;
+use super::pending::{HostId, UrlId};
+use crate::store::{now_ms, UrlState};
 
 /// `PRAGMA application_id` of a trawl file ("trwl").
 const APPLICATION_ID: i64 = 0x7472_776c;
 
 /// Schema migrations, in order; `PRAGMA user_version` is the number applied.
 const MIGRATIONS: &[&str] = &[
-    include_str!("../../migrations/0001_init.sql"),
-    include_str!("../../migrations/0002_politeness.sql"),
-    include_str!("../../migrations/0003_anchor.sql"),
+    include_str!("../../../migrations/0001_init.sql"),
+    include_str!("../../../migrations/0002_politeness.sql"),
+    include_str!("../../../migrations/0003_anchor.sql"),
 ];
 
 /// How a store is opened.
@@ -395,6 +397,14 @@ impl SqliteStore {
             }
         }
         Ok(out)
+    }
+
+    /// URLs known to the crawl: fetched, queued and skipped.
+    pub fn count_urls(&self) -> Result<u64, StoreError> {
+        self.conn
+            .query_row("SELECT count(*) FROM urls", [], |r| r.get::<_, i64>(0))
+            .map(|n| n as u64)
+            .map_err(|e| self.err(e))
     }
 
     /// `PRAGMA integrity_check`: "ok" when the file is sound.

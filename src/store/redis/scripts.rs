@@ -15,36 +15,63 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 /// Admit URLs of one host. KEYS: seen, skip, queue, state. ARGV: max-pages-per-host (0:
 /// none), how many more may be queued for `max-pages` (-1: no limit), `front` or `back`,
-/// then per URL: key, admission JSON, skip reason (empty to queue it).
+/// max-depth (0: none), then per URL: key, admission JSON, skip reason as judged where it
+/// was found (empty to queue it), the depth it was found at, 1 if found by a followed link.
 ///
 /// `HSETNX` on `seen` is the one place a URL becomes known: exactly one process admits
-/// it. Returns {queued, new flag per URL}.
+/// it. A known URL found again keeps the shorter depth; held back as too deep (`max-depth`)
+/// or as only linked from `nofollow` pages, it is queued when a shorter path brings it
+/// within `max-depth` or a followed link turns up: the rules of the local visited set.
+/// Returns {queued, per URL: 1 new, 2 queued after being held back, 0 otherwise}.
 pub static ADMIT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         "local per_host = tonumber(ARGV[1])
 local allow = tonumber(ARGV[2])
 local front = ARGV[3] == 'front'
+local max_depth = tonumber(ARGV[4])
 local queued = 0
 local flags = {}
-for i = 4, #ARGV, 3 do
-  local key, rec, skip = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  if redis.call('HSETNX', KEYS[1], key, rec) == 1 then
-    if skip == '' and per_host > 0 and redis.call('HINCRBY', KEYS[4], 'admitted', 1) > per_host then
-      skip = 'max-pages-per-host'
-    end
-    if skip == '' and allow >= 0 and queued >= allow then
-      skip = 'max-pages'
-    end
-    if skip == '' then
-      queued = queued + 1
-      if front then redis.call('LPUSH', KEYS[3], key) else redis.call('RPUSH', KEYS[3], key) end
-    else
-      redis.call('HSET', KEYS[2], key, skip)
-    end
-    flags[#flags + 1] = 1
-  else
-    flags[#flags + 1] = 0
+local function budget(skip)
+  if skip == '' and per_host > 0 and redis.call('HINCRBY', KEYS[4], 'admitted', 1) > per_host then
+    skip = 'max-pages-per-host'
   end
+  if skip == '' and allow >= 0 and queued >= allow then
+    skip = 'max-pages'
+  end
+  return skip
+end
+local function enqueue(key)
+  queued = queued + 1
+  if front then redis.call('LPUSH', KEYS[3], key) else redis.call('RPUSH', KEYS[3], key) end
+end
+for i = 5, #ARGV, 5 do
+  local key, rec, skip = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local depth, follow = tonumber(ARGV[i + 3]), ARGV[i + 4] == '1'
+  local flag = 0
+  if redis.call('HSETNX', KEYS[1], key, rec) == 1 then
+    skip = budget(skip)
+    if skip == '' then enqueue(key) else redis.call('HSET', KEYS[2], key, skip) end
+    flag = 1
+  else
+    local known = cjson.decode(redis.call('HGET', KEYS[1], key))
+    local shorter = depth < known.d
+    if shorter then
+      known.d = depth
+      redis.call('HSET', KEYS[1], key, cjson.encode(known))
+    end
+    local within = max_depth == 0 or known.d <= max_depth
+    local held = redis.call('HGET', KEYS[2], key)
+    local release = (held == 'max-depth' and shorter and within) or (held == 'nofollow' and follow and within)
+    if held == 'nofollow' and follow and not within then
+      redis.call('HSET', KEYS[2], key, 'max-depth')
+    end
+    if release and budget('') == '' then
+      redis.call('HDEL', KEYS[2], key)
+      enqueue(key)
+      flag = 2
+    end
+  end
+  flags[#flags + 1] = flag
 end
 return {queued, flags}",
     )
@@ -181,4 +208,33 @@ pub static LEFT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         "return redis.call('LLEN', KEYS[1]) + redis.call('ZCARD', KEYS[2]) + redis.call('ZCARD', KEYS[3])",
     )
+});
+
+/// Record a leased URL as not fetched (robots.txt forbids it) and end its lease. KEYS:
+/// leases, skip, tries, pages. ARGV: key, reason. A page stored meanwhile (a lease that
+/// expired while its holder worked) is left as it is.
+pub static SKIP: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        "redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1])
+if redis.call('HEXISTS', KEYS[4], ARGV[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+return 1",
+    )
+});
+
+/// Book a request to a host made outside the queues (a sitemap read), keeping its spacing
+/// and pauses: it may start once the host's next start and pause have passed, and the next
+/// start moves one interval past it. KEYS: state. ARGV: interval ms. Returns the ms to
+/// wait.
+pub static BOOK: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{NOW}
+local paused = tonumber(redis.call('HGET', KEYS[1], 'paused_until') or '0')
+local next_at = tonumber(redis.call('HGET', KEYS[1], 'next_at') or '0')
+local start = math.max(now, paused, next_at)
+local interval = tonumber(ARGV[1])
+if interval > 0 then redis.call('HSET', KEYS[1], 'next_at', start + interval) end
+return start - now"
+    ))
 });

@@ -11,6 +11,7 @@ use super::conn::Redis;
 use super::keys::CrawlKeys;
 use super::scripts;
 use super::DistError;
+use crate::page::PageResult;
 
 /// What is recorded when a URL is admitted (the `seen` hash's value).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -24,20 +25,61 @@ pub struct Admission {
     /// Canonical key of the first page linking here.
     #[serde(rename = "r", default, skip_serializing_if = "Option::is_none")]
     pub referrer: Option<String>,
-    /// For a redirect target: the keys of the chain that led here, for loop detection.
-    #[serde(rename = "c", default, skip_serializing_if = "Vec::is_empty")]
-    pub chain: Vec<String>,
+    /// For a redirect target: the key hashes of the chain that led here, for loop
+    /// detection (hexadecimal: the scripts decode this JSON, and Lua numbers are doubles).
+    #[serde(
+        rename = "c",
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        with = "hex_hashes"
+    )]
+    pub chain: Vec<u128>,
 }
 
-/// A URL to admit.
+/// `Vec<u128>` as hexadecimal strings.
+mod hex_hashes {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[u128], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(v.iter().map(|h| format!("{h:032x}")))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u128>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .iter()
+            .map(|h| u128::from_str_radix(h, 16).map_err(serde::de::Error::custom))
+            .collect()
+    }
+}
+
+/// A URL to admit, as the admission script takes it.
 #[derive(Debug, Clone)]
-pub struct Candidate {
+pub struct Admit {
     /// Canonical key.
     pub key: String,
     /// What to record.
     pub admission: Admission,
-    /// Why it will not be fetched, if so.
+    /// Why it will not be fetched, if so (as judged where it was found now).
     pub skip: Option<&'static str>,
+    /// Found by a link that is followed (not on a `nofollow` page).
+    pub follow: bool,
+}
+
+/// What admitting a batch did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Admitted {
+    /// URLs known to nobody before.
+    pub new: usize,
+    /// Known URLs held back (too deep, nofollow) and now queued, found along a shorter
+    /// path or by a followed link.
+    pub requeued: usize,
+}
+
+impl Admitted {
+    /// Whether work changed hands (see [`Queue::is_drained`]).
+    pub fn moved(&self) -> bool {
+        self.new + self.requeued > 0
+    }
 }
 
 /// A leased URL.
@@ -51,8 +93,6 @@ pub struct Lease {
     pub admission: Admission,
     /// Attempts made before this one.
     pub tries: u32,
-    /// The host's spacing between requests when leased (zero: none).
-    pub interval: Duration,
 }
 
 /// What a take on one host gave.
@@ -66,47 +106,8 @@ pub struct Taken {
     pub leases: Vec<Lease>,
 }
 
-/// A page's result as stored (the `pages` hash's value).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct StoredPage {
-    /// Depth when fetched.
-    pub depth: u32,
-    /// Attempts made.
-    pub attempts: u32,
-    /// No usable response.
-    pub failed: bool,
-    /// Not fetched: why (robots).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub skip: Option<String>,
-    /// HTTP status.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<u16>,
-    /// Content-Type.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub content_type: Option<String>,
-    /// Body bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub size: Option<u64>,
-    /// Cut at `max-body`.
-    #[serde(default)]
-    pub truncated: bool,
-    /// `<title>`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// noindex asked.
-    #[serde(default)]
-    pub noindex: bool,
-    /// Request start, Unix ms.
-    pub fetched_at: i64,
-    /// Request start to body end.
-    pub fetch_ms: u64,
-    /// Error class.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_kind: Option<String>,
-    /// Error message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
+/// One outlink as stored: target key, kind code, nofollow, anchor text.
+pub type StoredEdge = (String, i64, bool, Option<String>);
 
 /// A stored page's outlinks (one element of the `edges` list).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -116,7 +117,7 @@ pub struct StoredEdges {
     pub src: String,
     /// (target key, kind code, nofollow, anchor text) in document order.
     #[serde(rename = "e")]
-    pub edges: Vec<(String, i64, bool, Option<String>)>,
+    pub edges: Vec<StoredEdge>,
 }
 
 /// Limits the admission scripts enforce.
@@ -126,6 +127,9 @@ pub struct Budget {
     pub max_pages: u64,
     /// `max-pages-per-host`, 0 for none.
     pub max_pages_per_host: u64,
+    /// `max-depth`, 0 for none: a URL held back as too deep is queued when a shorter path
+    /// brings it within.
+    pub max_depth: u32,
 }
 
 /// See the module doc.
@@ -151,15 +155,17 @@ impl Queue {
         }
     }
 
-    /// Admit URLs of one host; returns how many were new (known to nobody before).
+    /// Admit URLs of one host (`front`: ahead of its queue, for redirect targets). A URL
+    /// known already gets the shorter depth, and is queued after all when it was held
+    /// back and no longer is, as in a local crawl.
     pub async fn admit(
         &self,
         host: &str,
-        urls: &[Candidate],
+        urls: &[Admit],
         front: bool,
-    ) -> Result<usize, DistError> {
+    ) -> Result<Admitted, DistError> {
         if urls.is_empty() {
-            return Ok(0);
+            return Ok(Admitted::default());
         }
         let fetchable = urls.iter().filter(|u| u.skip.is_none()).count() as i64;
         self.add_once(&self.registered, &self.keys.hosts, host)
@@ -171,31 +177,27 @@ impl Queue {
                 .await?;
         }
         let k = self.keys.host(host);
-        // Reserve `max-pages` budget before the script and give back what it did not
-        // use: the counter lives in another slot, so it cannot be read inside the script.
-        // Concurrent reservations can make a URL near the limit skipped while budget
-        // remains; the limit itself is never passed.
-        let allow = if self.budget.max_pages > 0 && fetchable > 0 {
-            let total: i64 = self
-                .redis
-                .cmd(redis::cmd("INCRBY").arg(&self.keys.admitted).arg(fetchable))
-                .await?;
-            let before = total - fetchable;
-            (self.budget.max_pages as i64 - before).clamp(0, fetchable)
-        } else {
-            -1
-        };
+        let allow = self.reserve(fetchable).await?;
         let records: Vec<String> = urls
             .iter()
             .map(|u| serde_json::to_string(&u.admission).expect("serialising an admission"))
             .collect();
-        let allow_s = allow.to_string();
-        let per_host = self.budget.max_pages_per_host.to_string();
-        let mut args: Vec<&str> = vec![&per_host, &allow_s, if front { "front" } else { "back" }];
-        for (u, rec) in urls.iter().zip(&records) {
-            args.push(&u.key);
-            args.push(rec);
-            args.push(u.skip.unwrap_or(""));
+        let depths: Vec<String> = urls.iter().map(|u| u.admission.depth.to_string()).collect();
+        let head = [
+            self.budget.max_pages_per_host.to_string(),
+            allow.to_string(),
+            (if front { "front" } else { "back" }).to_string(),
+            self.budget.max_depth.to_string(),
+        ];
+        let mut args: Vec<&str> = head.iter().map(String::as_str).collect();
+        for ((u, rec), depth) in urls.iter().zip(&records).zip(&depths) {
+            args.extend([
+                u.key.as_str(),
+                rec,
+                u.skip.unwrap_or(""),
+                depth,
+                if u.follow { "1" } else { "0" },
+            ]);
         }
         let (queued, flags): (i64, Vec<i64>) = self
             .redis
@@ -212,7 +214,26 @@ impl Queue {
                 .cmd(redis::cmd("DECRBY").arg(&self.keys.admitted).arg(unused))
                 .await?;
         }
-        Ok(flags.iter().filter(|&&f| f == 1).count())
+        Ok(Admitted {
+            new: flags.iter().filter(|&&f| f == 1).count(),
+            requeued: flags.iter().filter(|&&f| f == 2).count(),
+        })
+    }
+
+    /// Reserve `max-pages` budget for `fetchable` URLs before the script, which gives back
+    /// what it did not use: the counter lives in another slot, so it cannot be read inside
+    /// the script. Concurrent reservations can make a URL near the limit skipped while
+    /// budget remains; the limit itself is never passed. -1: no limit.
+    async fn reserve(&self, fetchable: i64) -> Result<i64, DistError> {
+        if self.budget.max_pages == 0 || fetchable == 0 {
+            return Ok(-1);
+        }
+        let total: i64 = self
+            .redis
+            .cmd(redis::cmd("INCRBY").arg(&self.keys.admitted).arg(fetchable))
+            .await?;
+        let before = total - fetchable;
+        Ok((self.budget.max_pages as i64 - before).clamp(0, fetchable))
     }
 
     /// Mark that work changed hands: called after admissions and before completing the
@@ -289,7 +310,6 @@ impl Queue {
                 key,
                 admission,
                 tries: tries.parse().unwrap_or(0),
-                interval,
             });
         }
         Ok(Taken {
@@ -304,7 +324,7 @@ impl Queue {
     pub async fn complete(
         &self,
         lease: &Lease,
-        page: &StoredPage,
+        page: &PageResult,
         edges: Option<&StoredEdges>,
     ) -> Result<bool, DistError> {
         let k = self.keys.host(&lease.host);
@@ -321,6 +341,35 @@ impl Queue {
             )
             .await?;
         Ok(stored == 1)
+    }
+
+    /// Record `lease` as not fetched, for `reason`, and end the lease.
+    pub async fn skip(&self, lease: &Lease, reason: &str) -> Result<(), DistError> {
+        let k = self.keys.host(&lease.host);
+        let _: i64 = self
+            .redis
+            .script(
+                &scripts::SKIP,
+                &[&k.leases, &k.skip, &k.tries, &k.pages],
+                &[&lease.key, reason],
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Book a request to `host` outside the queues, keeping its spacing (`interval`):
+    /// how long to wait before it may start.
+    pub async fn book(&self, host: &str, interval: Duration) -> Result<Duration, DistError> {
+        let k = self.keys.host(host);
+        let wait: i64 = self
+            .redis
+            .script(
+                &scripts::BOOK,
+                &[&k.state],
+                &[&(interval.as_millis() as u64).to_string()],
+            )
+            .await?;
+        Ok(Duration::from_millis(wait.max(0) as u64))
     }
 
     /// Try `lease` again after `delay`.
@@ -373,13 +422,12 @@ impl Queue {
         Ok(())
     }
 
-    /// A request of `lease` starts now: keep the host's spacing from this moment.
-    pub async fn started(&self, lease: &Lease) -> Result<(), DistError> {
-        if lease.interval.is_zero() {
+    /// A request to `host` starts now: keep its spacing (`interval`) from this moment.
+    pub async fn started(&self, host: &str, interval: Duration) -> Result<(), DistError> {
+        if interval.is_zero() {
             return Ok(());
         }
-        self.not_before(&lease.host, "next_at", lease.interval)
-            .await
+        self.not_before(host, "next_at", interval).await
     }
 
     /// Claim the reading of `host`'s sitemaps for this process: true for exactly one

@@ -16,10 +16,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::conn::Redis;
 use super::keys::{CrawlKeys, HostKeys};
-use super::queue::{Admission, StoredEdges, StoredPage};
+use super::queue::{Admission, StoredEdges};
 use super::{parse_target, DistError};
+use crate::admit::SkipReason;
+use crate::page::PageResult;
 use crate::store::{OpenMode, SqliteStore, StoreError, UrlState};
-use crate::url_norm::{host_key, key_hash, SkipReason};
+use crate::url_norm::{host_key, key_hash};
 
 /// Keys read per Redis call.
 const BATCH: usize = 1000;
@@ -127,7 +129,7 @@ async fn copy(redis: &Redis, keys: &CrawlKeys, path: &Path) -> Result<Copied, Di
             let (pages, skips) = details(redis, &hk, &batch).await?;
             for (((key, admission), page), skip) in batch.iter().zip(pages).zip(skips) {
                 let admission: Admission = parse(admission, key)?;
-                let page = page.map(|p| parse::<StoredPage>(&p, key)).transpose()?;
+                let page = page.map(|p| parse::<PageResult>(&p, key)).transpose()?;
                 rows.insert(key, host_id, &admission, page.as_ref(), skip.as_deref())
                     .map_err(sql)?;
             }
@@ -261,23 +263,21 @@ impl Rows<'_> {
         key: &str,
         host_id: i64,
         admission: &Admission,
-        page: Option<&StoredPage>,
+        page: Option<&PageResult>,
         skip: Option<&str>,
     ) -> rusqlite::Result<()> {
         let id = self.assign(key);
         let referrer = admission.referrer.as_deref().map(|r| self.assign(r));
         let doc = SkipReason::SitemapDoc.as_str();
-        let sitemap_doc = page.is_some_and(|p| p.skip.as_deref() == Some(doc));
         let (state, skip_reason) = match (page, skip) {
             // Read as a sitemap: done, and marked so it is never taken for a page.
-            (Some(_), _) if sitemap_doc => (UrlState::Done, Some(doc)),
-            (Some(p), _) if p.skip.is_some() => (UrlState::Skipped, p.skip.as_deref()),
+            (Some(_), Some(s)) if s == doc => (UrlState::Done, Some(doc)),
             (Some(p), _) if p.failed => (UrlState::Failed, None),
             (Some(_), _) => (UrlState::Done, None),
             (None, Some(s)) => (UrlState::Skipped, Some(s)),
             (None, None) => (UrlState::Queued, None),
         };
-        let fetched = page.filter(|p| p.skip.is_none() || sitemap_doc);
+        let fetched = page;
         let changed = self
             .conn
             .prepare_cached(
@@ -303,7 +303,7 @@ impl Rows<'_> {
                 fetched.and_then(|p| p.title.as_deref()),
                 page.map(|p| p.fetched_at),
                 fetched.map(|p| p.fetch_ms as i64),
-                fetched.and_then(|p| p.error_kind.as_deref()),
+                fetched.and_then(|p| p.error_kind.map(|k| k.as_str())),
                 fetched.and_then(|p| p.error.as_deref()),
                 fetched.map(|p| p.attempts),
                 fetched.map(|p| p.noindex),
@@ -344,7 +344,7 @@ impl Rows<'_> {
             .into_iter()
             .next()
             .flatten()
-            .map(|p| parse::<StoredPage>(&p, key))
+            .map(|p| parse::<PageResult>(&p, key))
             .transpose()?;
         let skip = skips.into_iter().next().flatten();
         let shown = String::from("the copy");

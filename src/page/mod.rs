@@ -2,14 +2,17 @@
 //! the link extractor, and say what came of it: a record to store, the links found, a
 //! redirect target, or another try later.
 //!
-//! This is the part of a worker that knows nothing of where URLs come from or go: the
-//! local crawl (`worker`) and the distributed one (`distributed`) both read pages with it
-//! and differ only in how they admit what it found.
+//! This is the part of a worker that knows nothing of where URLs come from or go.
+//! [`PageResult`] (`result`) is what it produces: the one result type of a page.
 
 use std::time::Instant;
 
 use reqwest::header::{DATE, RETRY_AFTER};
 use url::Url;
+
+mod result;
+
+pub use result::{ErrorKind, PageResult};
 
 use crate::charset;
 use crate::config::CrawlConfig;
@@ -18,7 +21,7 @@ use crate::extract::{Extractor, Link};
 use crate::fetch::{Fetcher, Response};
 use crate::politeness::robots::product_token;
 use crate::retry::{self, RetryPolicy};
-use crate::store::{now_ms, PageRecord};
+use crate::store::now_ms;
 
 /// Non-HTML bodies up to this size are read (and discarded) so the connection can be
 /// reused; larger ones are recorded by their `Content-Length` and not downloaded.
@@ -54,11 +57,11 @@ pub enum Outcome {
     Done(Box<Found>),
 }
 
-/// A finished page: its record (without edges: admission makes those) and what it links to.
+/// A finished page: its result and what it links to.
 #[derive(Default)]
 pub struct Found {
     /// What will be stored.
-    pub rec: PageRecord,
+    pub rec: PageResult,
     /// What a page event carries beyond the record.
     pub extras: Extras,
     /// Links in document order (HTML pages).
@@ -101,11 +104,11 @@ impl Reader {
     pub async fn read(&self, url: &Url, depth: u32, attempts: u32) -> Read {
         let start = Instant::now();
         let mut found = Found {
-            rec: PageRecord {
+            rec: PageResult {
                 fetched_at: now_ms(),
                 depth,
                 attempts: attempts + 1,
-                ..PageRecord::default()
+                ..PageResult::default()
             },
             follow: true,
             ..Found::default()
@@ -142,7 +145,9 @@ impl Reader {
                 self.response(url, resp, &mut found).await;
                 // The connection broke mid-body: as transient as a failed connect. The
                 // links read so far are dropped; the next attempt finds them all.
-                if found.rec.error_kind == Some("body") && self.retry.may_retry(attempts + 1) {
+                if found.rec.error_kind == Some(ErrorKind::Body)
+                    && self.retry.may_retry(attempts + 1)
+                {
                     return Read {
                         pause,
                         outcome: Outcome::Retry(Instant::now() + self.retry.backoff(attempts)),
@@ -156,7 +161,7 @@ impl Reader {
                         outcome: Outcome::Retry(Instant::now() + self.retry.backoff(attempts)),
                     };
                 }
-                fail(&mut found.rec, e.kind(), e.to_string())
+                found.rec.fail(e.kind(), e.to_string())
             }
         }
         found.rec.fetch_ms = start.elapsed().as_millis() as u64;
@@ -186,9 +191,8 @@ impl Reader {
                         }
                         found.redirect = Some(target);
                     }
-                    Err(e) => fail(
-                        rec,
-                        "bad-location",
+                    Err(e) => rec.fail(
+                        ErrorKind::BadLocation,
                         format!("unusable Location {location:?}: {e}"),
                     ),
                 }
@@ -213,7 +217,7 @@ impl Reader {
                         }
                         other(resp, rec, extras).await
                     }
-                    Err(e) => fail(rec, e.kind(), e.to_string()),
+                    Err(e) => rec.fail(e.kind(), e.to_string()),
                 }
             }
         }
@@ -259,7 +263,7 @@ impl Reader {
                 }
                 Ok(None) => ended = true,
                 Err(e) => {
-                    fail(rec, e.kind(), e.to_string());
+                    rec.fail(e.kind(), e.to_string());
                     ended = true;
                 }
             }
@@ -296,12 +300,12 @@ impl Reader {
                     ended = true;
                     parse_error = feed(&mut extractor, &[], true).err();
                     if let Err(e) = resp.probe_past_cap().await {
-                        fail(rec, e.kind(), e.to_string());
+                        rec.fail(e.kind(), e.to_string());
                     }
                 }
                 Err(e) => {
                     // Keep the links read so far; the page is recorded as failed.
-                    fail(rec, e.kind(), e.to_string());
+                    rec.fail(e.kind(), e.to_string());
                     break;
                 }
             }
@@ -337,12 +341,12 @@ impl Reader {
                 found.links = x.links;
                 found.follow = follow;
             }
-            Err(e) => fail(rec, "parse", e.to_string()),
+            Err(e) => rec.fail(ErrorKind::Parse, e.to_string()),
         }
     }
 }
 
-async fn other(mut resp: Response, rec: &mut PageRecord, extras: &mut Extras) {
+async fn other(mut resp: Response, rec: &mut PageResult, extras: &mut Extras) {
     if let Some(len) = resp.content_length() {
         if len > READ_OTHER_UP_TO {
             rec.size = Some(len);
@@ -358,23 +362,16 @@ async fn other(mut resp: Response, rec: &mut PageRecord, extras: &mut Extras) {
             }
             Ok(None) => break,
             Err(e) => {
-                fail(rec, e.kind(), e.to_string());
+                rec.fail(e.kind(), e.to_string());
                 break;
             }
         }
     }
     if let Err(e) = resp.probe_past_cap().await {
-        fail(rec, e.kind(), e.to_string());
+        rec.fail(e.kind(), e.to_string());
     }
     rec.size = Some(resp.bytes_read());
     rec.truncated = resp.truncated();
-}
-
-/// Mark `rec` failed with an error class and message.
-pub fn fail(rec: &mut PageRecord, kind: &'static str, message: String) {
-    rec.failed = true;
-    rec.error_kind = Some(kind);
-    rec.error = Some(message);
 }
 
 /// The bytes read before the encoding was decided: the first chunk alone, or all the chunks

@@ -7,10 +7,8 @@
 //! first-in first-out. The frontier's truth is the store: a crash loses only the memory
 //! queues, which a resumed crawl rebuilds from `urls.state = 0`.
 //!
-//! The [`dispatcher`] is the only reader; workers push and release.
-
-pub mod dispatcher;
-pub mod prepare;
+//! The engine's dispatcher is the only reader (through the store's `take`); workers
+//! push and release.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -21,9 +19,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use url::Url;
 
-use crate::drain::DrainGuard;
-use crate::politeness::robots::Robots;
-use crate::store::{HostId, Pending, UrlId};
+use super::drain::DrainGuard;
+use super::pending::{HostId, Pending, UrlId};
+use crate::store::FrontierCounts;
 
 /// URLs of one host held in memory before new ones spill to disk.
 pub const HOST_QUEUE_CAP: usize = 4096;
@@ -44,24 +42,13 @@ pub struct QueuedUrl {
     pub depth: u32,
     /// Its host.
     pub host: HostId,
-    /// The URLs that redirected here, oldest first (empty unless reached by a redirect).
-    pub chain: Vec<UrlId>,
+    /// Key hashes of the URLs that redirected here, oldest first (empty unless reached by
+    /// a redirect).
+    pub chain: Vec<u128>,
     /// Attempts already made (transient faults are retried).
     pub attempts: u32,
     /// Its share of the drain counter.
     pub guard: DrainGuard,
-}
-
-/// Where a host's robots.txt stands.
-#[derive(Debug, Default)]
-enum RobotsState {
-    /// Not read yet (or expired): read it before any URL of the host.
-    #[default]
-    Unknown,
-    /// Being read: nothing of the host is dispatched meanwhile.
-    Fetching,
-    /// Read; valid until the instant.
-    Known(Arc<Robots>, Instant),
 }
 
 #[derive(Debug, Default)]
@@ -74,10 +61,6 @@ struct HostQueue {
     interval: Duration,
     /// In `State::timed`, waiting for `next_at`.
     timed: bool,
-    /// The host's robots.txt, when trawl obeys it.
-    robots: RobotsState,
-    /// Failed attempts at reading robots.txt in a row.
-    robots_failures: u32,
     /// URLs of this host waiting on disk.
     spilled: u64,
     /// A refill has been asked for and not yet delivered.
@@ -130,25 +113,6 @@ impl Ord for Retry {
     }
 }
 
-/// What the dispatcher should do next.
-#[derive(Debug)]
-pub enum Pop {
-    /// Fetch this URL; its host slot is taken until [`Frontier::release`].
-    Fetch(QueuedUrl),
-    /// Prepare this host first (read its robots.txt, then report with
-    /// [`Frontier::robots_known`] or [`Frontier::robots_unavailable`]; read its sitemaps).
-    Robots {
-        /// The host.
-        host: HostId,
-        /// Its robots.txt.
-        url: Url,
-    },
-    /// robots.txt forbids this URL: record it as skipped.
-    Disallowed(QueuedUrl),
-    /// Nothing can start now; something may at this instant (or when woken).
-    Wait(Option<Instant>),
-}
-
 /// How the frontier treats hosts.
 #[derive(Debug, Clone)]
 pub struct HostPolicy {
@@ -156,12 +120,6 @@ pub struct HostPolicy {
     pub per_host: usize,
     /// Least spacing between request starts to one host.
     pub interval: Duration,
-    /// The product token robots.txt is read for; `None` ignores robots.txt.
-    pub robots_agent: Option<String>,
-    /// Prepare each host (robots.txt, sitemaps) before its first URL.
-    pub prepare_hosts: bool,
-    /// The longest Crawl-delay honoured.
-    pub max_crawl_delay: Duration,
 }
 
 impl HostPolicy {
@@ -170,17 +128,9 @@ impl HostPolicy {
         HostPolicy {
             per_host,
             interval: Duration::ZERO,
-            robots_agent: None,
-            prepare_hosts: false,
-            max_crawl_delay: Duration::ZERO,
         }
     }
 }
-
-/// How long a robots.txt is trusted (RFC 9309 2.4: at most 24 hours).
-const ROBOTS_TTL: Duration = Duration::from_secs(24 * 3600);
-/// Failed reads of a robots.txt before the host is given up as all-disallowed.
-const ROBOTS_ATTEMPTS: u32 = 3;
 
 /// See the module doc.
 #[derive(Debug)]
@@ -189,9 +139,6 @@ pub struct Frontier {
     per_host: usize,
     /// Spacing between request starts to one host, from the configuration.
     interval: Duration,
-    robots_agent: Option<String>,
-    prepare_hosts: bool,
-    max_crawl_delay: Duration,
     pending: Arc<Pending>,
     wake: Arc<Notify>,
     /// Some host has its own spacing (a robots.txt Crawl-delay): `started` has work to do
@@ -199,29 +146,15 @@ pub struct Frontier {
     host_intervals: AtomicBool,
 }
 
-/// Counts for progress reports.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FrontierCounts {
-    /// Queued in memory.
-    pub in_memory: usize,
-    /// Queued on disk.
-    pub spilled: u64,
-    /// Dispatched and not yet released.
-    pub in_flight: usize,
-    /// Waiting for another attempt.
-    pub retrying: usize,
-}
-
-/// A host slot in use (a page fetch, a sitemap read), given back however the request
-/// ends.
-pub struct HostSlot<'a> {
+/// A host slot in use, given back however the request ends.
+pub struct HostSlot {
     /// The frontier the slot belongs to.
-    pub frontier: &'a Frontier,
+    pub frontier: Arc<Frontier>,
     /// The host.
     pub host: HostId,
 }
 
-impl Drop for HostSlot<'_> {
+impl Drop for HostSlot {
     fn drop(&mut self) {
         self.frontier.release(self.host);
     }
@@ -236,9 +169,6 @@ impl Frontier {
             state: Mutex::new(State::default()),
             per_host: policy.per_host,
             interval: policy.interval,
-            prepare_hosts: policy.prepare_hosts || policy.robots_agent.is_some(),
-            robots_agent: policy.robots_agent,
-            max_crawl_delay: policy.max_crawl_delay,
             pending,
             wake,
             host_intervals: AtomicBool::new(false),
@@ -305,7 +235,8 @@ impl Frontier {
     /// The next URL to fetch from a host under its concurrency limit and past its
     /// politeness time, round robin over hosts; the host's slot is taken until
     /// [`Frontier::release`].
-    pub fn pop(&self, now: Instant) -> Pop {
+    /// Otherwise, when something may become ready without anything else happening.
+    pub fn pop(&self, now: Instant) -> Result<QueuedUrl, Option<Instant>> {
         let mut st = self.lock();
         while st.retries.peek().is_some_and(|r| r.0.at <= now) {
             let Reverse(r) = st.retries.pop().expect("peeked");
@@ -334,31 +265,7 @@ impl Frontier {
                 self.relist(&mut st, host, now);
                 continue;
             }
-            let mut rules = None;
-            if self.prepare_hosts {
-                match &h.robots {
-                    RobotsState::Known(r, until) if *until > now => rules = Some(r.clone()),
-                    RobotsState::Fetching => continue,
-                    _ => {
-                        h.robots = RobotsState::Fetching;
-                        let front = &h.queue.front().expect("checked non-empty").url;
-                        if let Some(url) = crate::politeness::fetch_robots::robots_url(front) {
-                            return Pop::Robots { host, url };
-                        }
-                        h.robots =
-                            RobotsState::Known(Arc::new(Robots::allow_all()), now + ROBOTS_TTL);
-                    }
-                }
-            }
             let item = h.queue.pop_front().expect("checked non-empty");
-            if let (Some(r), Some(agent)) = (rules, &self.robots_agent) {
-                if !r.is_allowed(agent, &item.url) {
-                    st.queued_in_memory -= 1;
-                    self.relist(&mut st, host, now);
-                    return Pop::Disallowed(item);
-                }
-            }
-            let h = st.host(host);
             h.in_flight += 1;
             let interval = h.interval.max(self.interval);
             if !interval.is_zero() {
@@ -367,11 +274,11 @@ impl Frontier {
             st.queued_in_memory -= 1;
             st.in_flight += 1;
             self.relist(&mut st, host, now);
-            return Pop::Fetch(item);
+            return Ok(item);
         }
         let next_host = st.timed.peek().map(|r| r.0 .0);
         let next_retry = st.retries.peek().map(|r| r.0.at);
-        Pop::Wait(match (next_host, next_retry) {
+        Err(match (next_host, next_retry) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         })
@@ -434,49 +341,6 @@ impl Frontier {
         st.host(host).interval = interval;
     }
 
-    /// A host's robots.txt was read (or found absent: pass `Robots::allow_all()`).
-    pub fn robots_known(&self, host: HostId, robots: Robots) {
-        let now = Instant::now();
-        let mut st = self.lock();
-        let delay = self
-            .robots_agent
-            .as_deref()
-            .and_then(|a| robots.crawl_delay(a))
-            .map(|d| d.min(self.max_crawl_delay))
-            .unwrap_or_default();
-        if !delay.is_zero() {
-            self.host_intervals.store(true, Ordering::Relaxed);
-        }
-        let h = st.host(host);
-        h.interval = delay;
-        h.robots_failures = 0;
-        h.robots = RobotsState::Known(Arc::new(robots), now + ROBOTS_TTL);
-        self.relist(&mut st, host, now);
-        drop(st);
-        self.wake.notify_one();
-    }
-
-    /// A host's robots.txt could not be read: try again at `retry_at`, and after
-    /// three failures in a row treat the host as all-disallowed (RFC 9309 2.3.1.4).
-    /// Returns whether the host was given up.
-    pub fn robots_unavailable(&self, host: HostId, retry_at: Instant) -> bool {
-        let now = Instant::now();
-        let mut st = self.lock();
-        let h = st.host(host);
-        h.robots_failures += 1;
-        let given_up = h.robots_failures >= ROBOTS_ATTEMPTS;
-        if given_up {
-            h.robots = RobotsState::Known(Arc::new(Robots::disallow_all()), now + ROBOTS_TTL);
-        } else {
-            h.robots = RobotsState::Unknown;
-            h.next_at = Some(h.next_at.map_or(retry_at, |t| t.max(retry_at)));
-        }
-        self.relist(&mut st, host, now);
-        drop(st);
-        self.wake.notify_one();
-        given_up
-    }
-
     /// Try `item` again at `at` (its host slot must be released separately).
     pub fn retry_at(&self, item: QueuedUrl, at: Instant) {
         let mut st = self.lock();
@@ -485,22 +349,6 @@ impl Frontier {
         st.retries.push(Reverse(Retry { at, seq, item }));
         drop(st);
         self.wake.notify_one();
-    }
-
-    /// A fetch of `host` finished: free its slot.
-    /// Take one of `host`'s request slots for a request made outside the workers (a
-    /// sitemap read), so the per-host limit counts it too; false when none is free. Give
-    /// it back with [`Frontier::release`].
-    pub fn try_occupy(&self, host: HostId) -> bool {
-        let per_host = self.per_host;
-        let mut st = self.lock();
-        let h = st.host(host);
-        if h.in_flight >= per_host {
-            return false;
-        }
-        h.in_flight += 1;
-        st.in_flight += 1;
-        true
     }
 
     /// Give back a host slot.
@@ -565,8 +413,7 @@ impl Frontier {
         }
         let mut list = false;
         let mut timed = None;
-        let fetching_robots = matches!(h.robots, RobotsState::Fetching);
-        if !h.queue.is_empty() && h.in_flight < per_host && !fetching_robots {
+        if !h.queue.is_empty() && h.in_flight < per_host {
             match h.next_at {
                 Some(t) if t > now => {
                     if !h.timed {
@@ -606,8 +453,8 @@ impl State {
 
 #[cfg(test)]
 mod tests {
+    use super::super::drain::Drain;
     use super::*;
-    use crate::drain::Drain;
 
     fn item(d: &Arc<Drain>, id: UrlId, host: HostId) -> QueuedUrl {
         QueuedUrl {
@@ -622,11 +469,7 @@ mod tests {
     }
 
     fn pop(f: &Frontier) -> Option<QueuedUrl> {
-        match f.pop(Instant::now()) {
-            Pop::Fetch(q) => Some(q),
-            Pop::Wait(_) => None,
-            other => panic!("{other:?}"),
-        }
+        f.pop(Instant::now()).ok()
     }
 
     #[test]
@@ -641,30 +484,27 @@ mod tests {
         let d = Drain::new(0, wake);
         f.push((0..3).map(|i| item(&d, i, 0)).collect());
         let t0 = Instant::now();
-        assert!(matches!(f.pop(t0), Pop::Fetch(q) if q.id == 0));
+        assert!(matches!(f.pop(t0), Ok(q) if q.id == 0));
         // The next start of host 0 is two seconds later, whatever the slots say.
         match f.pop(t0) {
-            Pop::Wait(Some(at)) => assert_eq!(at, t0 + Duration::from_secs(2)),
+            Err(Some(at)) => assert_eq!(at, t0 + Duration::from_secs(2)),
             other => panic!("{other:?}"),
         }
-        assert!(matches!(f.pop(t0 + Duration::from_secs(2)), Pop::Fetch(q) if q.id == 1));
+        assert!(matches!(f.pop(t0 + Duration::from_secs(2)), Ok(q) if q.id == 1));
         // A pause moves the next start later still.
         f.pause(0, t0 + Duration::from_secs(60));
-        assert!(matches!(
-            f.pop(t0 + Duration::from_secs(10)),
-            Pop::Wait(Some(_))
-        ));
-        assert!(matches!(f.pop(t0 + Duration::from_secs(60)), Pop::Fetch(q) if q.id == 2));
+        assert!(matches!(f.pop(t0 + Duration::from_secs(10)), Err(Some(_))));
+        assert!(matches!(f.pop(t0 + Duration::from_secs(60)), Ok(q) if q.id == 2));
         // A retry comes back at its time, ahead of its host's queue.
         f.push(vec![item(&d, 7, 1)]);
         let r = item(&d, 8, 1);
         f.retry_at(r, t0 + Duration::from_secs(100));
-        assert!(matches!(f.pop(t0 + Duration::from_secs(61)), Pop::Fetch(q) if q.id == 7));
+        assert!(matches!(f.pop(t0 + Duration::from_secs(61)), Ok(q) if q.id == 7));
         match f.pop(t0 + Duration::from_secs(62)) {
-            Pop::Wait(Some(at)) => assert_eq!(at, t0 + Duration::from_secs(100)),
+            Err(Some(at)) => assert_eq!(at, t0 + Duration::from_secs(100)),
             other => panic!("{other:?}"),
         }
-        assert!(matches!(f.pop(t0 + Duration::from_secs(100)), Pop::Fetch(q) if q.id == 8));
+        assert!(matches!(f.pop(t0 + Duration::from_secs(100)), Ok(q) if q.id == 8));
     }
 
     fn setup(per_host: usize) -> (Frontier, Arc<Drain>, Arc<Pending>) {

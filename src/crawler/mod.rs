@@ -1,0 +1,176 @@
+//! The crawl a library user holds: [`Crawler::builder`] opens the store (a SQLite file, or
+//! a Redis crawl), decides between a new crawl, a resumed one and a finished one, and
+//! settles the configuration (`open`); [`Crawler::run`] hands the store to the engine,
+//! which runs the same for both.
+
+mod builder;
+mod open;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use url::Url;
+
+pub use self::builder::CrawlerBuilder;
+pub(crate) use self::open::StoredCrawl;
+use crate::admit::{LinkFilter, Rules};
+use crate::config::CrawlConfig;
+pub use crate::engine::progress::{Progress, ProgressSnapshot};
+use crate::engine::worker::PageHook;
+use crate::engine::{self, Run};
+pub use crate::engine::{Outcome, Summary};
+use crate::events::{EventSink, Events};
+use crate::fetch::Fetcher;
+use crate::page::Reader;
+use crate::store::local::sqlite::SqliteStore;
+use crate::store::local::LocalStore;
+use crate::store::redis::{CrawlKeys, Redis, RedisStore};
+use crate::url_norm::Scope;
+use crate::warc::Warc;
+use crate::Error;
+
+/// Where the crawl lives.
+enum Backend {
+    /// A SQLite file, crawled by this process alone.
+    Local(SqliteStore),
+    /// A Redis crawl, shared with every process given the same store and crawl id.
+    Redis {
+        redis: Redis,
+        keys: CrawlKeys,
+        /// This process created the crawl.
+        created: bool,
+    },
+}
+
+/// A crawl ready to run. See [`CrawlerBuilder`].
+pub struct Crawler {
+    backend: Backend,
+    config: CrawlConfig,
+    /// Every seed of the crawl (stored ones and any added now).
+    seeds: Vec<Url>,
+    /// The seeds this run admits.
+    admit: Vec<Url>,
+    scope: Scope,
+    fetcher: Fetcher,
+    resumed: bool,
+    finished: bool,
+    hook: Option<PageHook>,
+    filter: Option<LinkFilter>,
+    events: Option<EventSink>,
+    progress: Progress,
+    warc: Option<Warc>,
+    cancel: CancellationToken,
+}
+
+impl Crawler {
+    /// Start building a crawler.
+    pub fn builder() -> CrawlerBuilder {
+        CrawlerBuilder::default()
+    }
+
+    /// The configuration this run uses.
+    pub fn config(&self) -> &CrawlConfig {
+        &self.config
+    }
+
+    /// The seeds of the crawl (stored ones and any added now).
+    pub fn seeds(&self) -> &[Url] {
+        &self.seeds
+    }
+
+    /// Whether this run continues an unfinished crawl (a Redis crawl: joins one that
+    /// another process created).
+    pub fn is_resume(&self) -> bool {
+        self.resumed && !self.finished
+    }
+
+    /// Whether the crawl is finished (so `run` will do nothing).
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// The Redis crawl's id, for a Redis crawl.
+    pub fn crawl_id(&self) -> Option<&str> {
+        match &self.backend {
+            Backend::Redis { keys, .. } => Some(keys.id()),
+            Backend::Local(_) => None,
+        }
+    }
+
+    /// Whether this process created the crawl (a Redis crawl that others may join).
+    pub fn created(&self) -> bool {
+        match &self.backend {
+            Backend::Redis { created, .. } => *created,
+            Backend::Local(_) => !self.resumed,
+        }
+    }
+
+    /// Receive every fetched page as it finishes (see [`crate::events`]): at most
+    /// `capacity` wait unread before the workers wait too; `bodies` includes each page's
+    /// body. Call before [`Crawler::run`]; the events end when the run ends.
+    pub fn subscribe(&mut self, capacity: usize, bodies: bool) -> Events {
+        let (sink, events) = crate::events::channel(capacity, bodies);
+        self.events = Some(sink);
+        events
+    }
+
+    /// A live view of the counters, usable while `run` is in progress.
+    pub fn progress(&self) -> Progress {
+        self.progress.clone()
+    }
+
+    /// Crawl until every in-scope URL is fetched or `shutdown` completes. After a
+    /// shutdown, fetches under way get the configured grace period to finish; everything
+    /// finished is kept, and running again resumes (a Redis crawl: what this process held
+    /// goes back to the crawl for the others).
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<Summary, Error> {
+        if self.finished {
+            return self.already_finished().await;
+        }
+        let rules = Arc::new(Rules::new(self.scope, &self.config, self.filter));
+        let barrier = self.warc.as_ref().map(Warc::barrier);
+        let run = Run {
+            reader: Reader::new(self.fetcher, &self.config),
+            rules: rules.clone(),
+            seeds: self.admit,
+            hook: self.hook,
+            events: self.events,
+            progress: self.progress.clone(),
+            warc: self.warc,
+            resumed: self.resumed,
+            cancel: self.cancel,
+            config: self.config.clone(),
+        };
+        match self.backend {
+            Backend::Local(store) => {
+                let store = LocalStore::start(store, &self.config, rules, barrier)?;
+                engine::run(Arc::new(store), run, shutdown).await
+            }
+            Backend::Redis { redis, keys, .. } => {
+                let stats = self.progress.stats.clone();
+                let store = RedisStore::start(redis, keys, &self.config, rules, barrier, stats);
+                engine::run(Arc::new(store), run, shutdown).await
+            }
+        }
+    }
+
+    async fn already_finished(self) -> Result<Summary, Error> {
+        let known_urls = match &self.backend {
+            Backend::Local(store) => store.count_urls()?,
+            Backend::Redis { redis, keys, .. } => crate::store::redis::status::count(redis, keys)
+                .await
+                .map(|c| c.known)
+                .unwrap_or_default(),
+        };
+        Ok(Summary {
+            outcome: Outcome::AlreadyFinished,
+            resumed: false,
+            run: self.progress.stats.snapshot(Duration::ZERO),
+            known_urls,
+            queued: 0,
+            visited: Default::default(),
+        })
+    }
+}

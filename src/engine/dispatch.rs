@@ -1,0 +1,135 @@
+//! The dispatcher: the only sender into the bounded channel the workers receive from.
+//!
+//! Workers never send into that channel (what they find goes to the store, which never
+//! blocks on it), so however many links a page has, a full channel cannot deadlock the
+//! crawl. The dispatcher takes URLs of ready hosts from the store, holds those whose host
+//! is being prepared (robots.txt, sitemaps) and gives them back when it is (so they are
+//! taken again with the host's spacing counted from the sitemap reads), records those
+//! robots.txt forbids, and sends the rest. When nothing can be taken it waits on the store (a change, a time
+//! coming due) or a preparation ending, and looks again: so a missed wake-up costs at most
+//! one wait, never the crawl.
+//!
+//! It is never dropped in the middle of a store call (a Redis take whose reply was never
+//! read would leave leases nobody knows to give back): it sees a stop between steps.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::admit::SkipReason;
+use crate::politeness::hosts::{HostRules, Verdict};
+use crate::politeness::prepare::Preparer;
+use crate::store::{Job, Store};
+use crate::Error;
+
+/// What the dispatcher needs.
+pub struct Dispatcher<S: Store> {
+    /// Where URLs come from.
+    pub store: Arc<S>,
+    /// Which hosts are prepared, and their rules.
+    pub hosts: Arc<HostRules<S::Host>>,
+    /// Prepares hosts.
+    pub preparer: Arc<Preparer<S>>,
+    /// Stops dispatching.
+    pub cancel: CancellationToken,
+}
+
+/// URLs held while their host is prepared, and the preparations under way.
+struct Held<S: Store> {
+    jobs: HashMap<S::Host, Vec<Job<S>>>,
+    preparing: JoinSet<(S::Host, Result<(), Error>)>,
+}
+
+impl<S: Store> Dispatcher<S> {
+    /// Feed `tx` until the crawl is drained (`Ok(true)`) or stopped (`Ok(false)`).
+    /// Preparations under way end with it.
+    pub async fn run(self, tx: async_channel::Sender<Job<S>>) -> Result<bool, Error> {
+        let mut held = Held {
+            jobs: HashMap::new(),
+            preparing: JoinSet::new(),
+        };
+        loop {
+            if self.cancel.is_cancelled() {
+                return Ok(false);
+            }
+            while let Some(done) = held.preparing.try_join_next() {
+                self.prepared(done, &mut held).await?;
+            }
+            let room = tx.capacity().unwrap_or(usize::MAX) - tx.len();
+            let taken = self.store.take(room.max(1)).await?;
+            let took = !taken.jobs.is_empty();
+            for job in taken.jobs {
+                if !self.route(job, &mut held, &tx).await? {
+                    return Ok(false);
+                }
+            }
+            if took {
+                continue;
+            }
+            if held.jobs.is_empty() && held.preparing.is_empty() && self.store.is_drained().await? {
+                return Ok(true);
+            }
+            tokio::select! {
+                _ = self.store.wait(taken.next) => {}
+                Some(done) = held.preparing.join_next(), if !held.preparing.is_empty() => {
+                    self.prepared(done, &mut held).await?;
+                }
+                _ = self.cancel.cancelled() => return Ok(false),
+            }
+        }
+    }
+
+    /// Send `job` to the workers, record it as disallowed, or hold it while its host is
+    /// prepared. False when the crawl stopped meanwhile.
+    async fn route(
+        &self,
+        job: Job<S>,
+        held: &mut Held<S>,
+        tx: &async_channel::Sender<Job<S>>,
+    ) -> Result<bool, Error> {
+        match self.hosts.check(&job.host, &job.url, Instant::now()) {
+            Verdict::Fetch => {
+                tokio::select! {
+                    sent = tx.send(job) => Ok(sent.is_ok()),
+                    _ = self.cancel.cancelled() => Ok(false),
+                }
+            }
+            Verdict::Disallowed => {
+                self.store.skip(job, SkipReason::Robots).await?;
+                Ok(true)
+            }
+            Verdict::Wait => {
+                held.jobs.entry(job.host.clone()).or_default().push(job);
+                Ok(true)
+            }
+            Verdict::Prepare { first } => {
+                let preparer = self.preparer.clone();
+                let (host, url) = (job.host.clone(), job.url.clone());
+                held.preparing.spawn(async move {
+                    let r = preparer.prepare(host.clone(), url, first).await;
+                    (host, r)
+                });
+                held.jobs.entry(job.host.clone()).or_default().push(job);
+                Ok(true)
+            }
+        }
+    }
+
+    /// A preparation ended: give the URLs held for its host back to the store.
+    async fn prepared(
+        &self,
+        done: Result<(S::Host, Result<(), Error>), tokio::task::JoinError>,
+        held: &mut Held<S>,
+    ) -> Result<(), Error> {
+        let (host, result) =
+            done.map_err(|e| Error::Internal(format!("host preparation failed: {e}")))?;
+        result?;
+        for job in held.jobs.remove(&host).unwrap_or_default() {
+            self.store.release(job).await?;
+        }
+        Ok(())
+    }
+}

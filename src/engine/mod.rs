@@ -1,0 +1,230 @@
+//! The crawl engine, written once over the store seam (`store::Store`): the run loop
+//! (this file) wires a dispatcher (`dispatch`), a pool of workers (`worker`) and host
+//! preparation (`politeness::prepare`) to a store, and runs until the crawl is drained or
+//! the `shutdown` future completes. A local crawl and a Redis crawl differ only in the
+//! store they are given.
+
+pub mod dispatch;
+pub mod progress;
+pub mod worker;
+
+use std::future::Future;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use url::Url;
+
+use self::dispatch::Dispatcher;
+use self::progress::Progress;
+use self::worker::{join_pool, Failure, PageHook, Worker};
+use crate::admit::Rules;
+use crate::config::CrawlConfig;
+use crate::events::EventSink;
+use crate::page::Reader;
+use crate::politeness::hosts::HostRules;
+use crate::politeness::prepare::Preparer;
+use crate::politeness::robots::product_token;
+use crate::stats::RunCounts;
+use crate::store::{Footprint, Store};
+use crate::warc::Warc;
+use crate::Error;
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The frontier drained: every in-scope URL was fetched. The crawl is marked finished.
+    Finished,
+    /// Stopped by the shutdown future; run again to resume.
+    Interrupted,
+    /// The crawl was already finished; nothing was fetched.
+    AlreadyFinished,
+}
+
+/// What a run reports.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    /// How the run ended.
+    pub outcome: Outcome,
+    /// Whether this run continued an earlier one (for a Redis crawl: joined a crawl that
+    /// another process created).
+    pub resumed: bool,
+    /// Counts for this run (this process).
+    pub run: RunCounts,
+    /// URLs known to the crawl (all runs, all processes): fetched, queued and skipped.
+    pub known_urls: u64,
+    /// URLs still queued.
+    pub queued: u64,
+    /// Where the visited set was at the end of the run: bytes in memory, URLs moved to
+    /// disk past `visited-memory` (local crawls; a Redis crawl keeps it in Redis).
+    pub visited: Footprint,
+}
+
+/// Everything a run needs besides its store.
+pub struct Run {
+    /// The configuration.
+    pub config: CrawlConfig,
+    /// Reads pages (its fetcher writes the WARC records, when asked for).
+    pub reader: Reader,
+    /// Canonical keys and skip reasons.
+    pub rules: Arc<Rules>,
+    /// Seeds to admit.
+    pub seeds: Vec<Url>,
+    /// The user's page hook.
+    pub hook: Option<PageHook>,
+    /// Where page events go.
+    pub events: Option<EventSink>,
+    /// The live view.
+    pub progress: Progress,
+    /// The WARC file, synced before the run ends.
+    pub warc: Option<Warc>,
+    /// Whether this run continues an earlier one.
+    pub resumed: bool,
+    /// Stops the run (a Redis store's connection stops retrying with it too).
+    pub cancel: CancellationToken,
+}
+
+/// Crawl `store` until it is drained or `shutdown` completes. After a shutdown, fetches
+/// under way get the configured grace period to finish; everything finished is kept, and
+/// running again resumes.
+pub async fn run<S: Store>(
+    store: Arc<S>,
+    run: Run,
+    shutdown: impl Future<Output = ()>,
+) -> Result<Summary, Error> {
+    let Run {
+        config,
+        reader,
+        rules,
+        seeds,
+        hook,
+        events,
+        progress,
+        warc,
+        resumed,
+        cancel,
+    } = run;
+    // The metrics endpoint lives exactly as long as this run.
+    let (_metrics_stop, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
+    if !config.metrics_addr.is_empty() {
+        let addr = crate::metrics::serve(&config.metrics_addr, progress.clone(), async {
+            let _ = metrics_stopped.await;
+        })
+        .await?;
+        tracing::info!(%addr, "serving metrics");
+    }
+    progress.watch(&store);
+    store.admit_seeds(&seeds).await?;
+
+    let failure = Arc::new(Failure::default());
+    let (tx, rx) = async_channel::bounded(config.concurrency);
+    let fetcher = reader.fetcher.clone();
+    let worker = Arc::new(Worker {
+        reader: Reader {
+            events: hook.is_some() || events.is_some(),
+            bodies: events.as_ref().is_some_and(|e| e.bodies),
+            ..reader
+        },
+        store: store.clone(),
+        rules,
+        stats: progress.stats.clone(),
+        cancel: cancel.clone(),
+        hook,
+        events,
+        failure: failure.clone(),
+    });
+    let mut workers = tokio::task::JoinSet::new();
+    for _ in 0..config.concurrency {
+        workers.spawn(worker.clone().run(rx.clone()));
+    }
+    drop((rx, worker));
+    let hosts = Arc::new(HostRules::new(
+        (!config.ignore_robots).then(|| product_token(&config.user_agent).to_ascii_lowercase()),
+        config.sitemaps,
+    ));
+    let dispatcher = Dispatcher {
+        store: store.clone(),
+        hosts: hosts.clone(),
+        preparer: Arc::new(Preparer {
+            store: store.clone(),
+            fetcher,
+            hosts,
+            sitemaps: config.sitemaps,
+            max_crawl_delay: config.max_crawl_delay,
+        }),
+        cancel: cancel.clone(),
+    };
+    let drained = dispatch(dispatcher, tx, &cancel, shutdown).await;
+    // The dispatcher dropped the channel's sender: workers finish what they hold.
+    join_pool(&mut workers, &cancel, config.grace_period).await;
+    end(&*store, drained, warc, &failure)
+        .await
+        .map(|finished| Summary {
+            outcome: if finished.0 {
+                Outcome::Finished
+            } else {
+                Outcome::Interrupted
+            },
+            resumed,
+            run: progress.stats.snapshot(progress.started.elapsed()),
+            known_urls: finished.1.known_urls,
+            queued: finished.1.queued,
+            visited: finished.1.visited,
+        })
+}
+
+/// Run the dispatcher until it ends or `shutdown` completes (then it sees the stop at its
+/// next step); whether the crawl drained.
+async fn dispatch<S: Store>(
+    dispatcher: Dispatcher<S>,
+    tx: async_channel::Sender<crate::store::Job<S>>,
+    cancel: &CancellationToken,
+    shutdown: impl Future<Output = ()>,
+) -> Result<bool, Error> {
+    let run = dispatcher.run(tx);
+    tokio::pin!(run, shutdown);
+    let result = tokio::select! {
+        r = &mut run => r,
+        _ = &mut shutdown => {
+            tracing::info!("stop requested: finishing fetches under way");
+            cancel.cancel();
+            run.await
+        }
+    };
+    match result {
+        // The store was away when the stop came: nothing more to take anyway.
+        Err(e) if e.is_unreachable() && cancel.is_cancelled() => Ok(false),
+        Err(e) => {
+            cancel.cancel();
+            Err(e)
+        }
+        ok => ok,
+    }
+}
+
+/// End the run: sync the WARC file, then let the store commit and (when drained and
+/// every record is written) mark the crawl finished. The first error wins: the store's,
+/// the WARC file's, the dispatcher's, a worker's.
+async fn end<S: Store>(
+    store: &S,
+    drained: Result<bool, Error>,
+    warc: Option<Warc>,
+    failure: &Failure,
+) -> Result<(bool, crate::store::Finished), Error> {
+    // Records of fetches that committed nothing (robots.txt, an abandoned page) are
+    // written too before the run reports.
+    let warc_done = match warc {
+        Some(w) => tokio::task::spawn_blocking(move || w.finish())
+            .await
+            .map_err(|e| Error::Internal(format!("WARC writer panicked: {e}")))
+            .and_then(|r| r.map_err(Error::from)),
+        None => Ok(()),
+    };
+    let failed = failure.take();
+    let ok = matches!(drained, Ok(true)) && warc_done.is_ok() && failed.is_none();
+    let finished = store.finish(ok).await?;
+    warc_done?;
+    drained?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    Ok((ok, finished))
+}

@@ -1,0 +1,180 @@
+//! What fetching one URL came to: the one result type of a page, stored by both stores
+//! (a `urls` row in SQLite, a JSON value in Redis), counted by the run's statistics and
+//! handed to page hooks and events.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// The result of fetching one URL (its outlinks travel beside it, see `admit::Outlinks`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageResult {
+    /// Click depth when fetched (it may have been found along a shorter path since it was
+    /// queued).
+    pub depth: u32,
+    /// Attempts made, this one included.
+    pub attempts: u32,
+    /// No usable response: a network error, a timeout, a redirect loop, ...
+    #[serde(default)]
+    pub failed: bool,
+    /// HTTP status, when a response came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// `Content-Type` as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    /// Body bytes read (or announced by `Content-Length` when the body was not read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// The body passed `max-body` and was cut.
+    #[serde(default)]
+    pub truncated: bool,
+    /// `<title>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The page asked not to be indexed (meta robots or `X-Robots-Tag`).
+    #[serde(default)]
+    pub noindex: bool,
+    /// When the request started, Unix ms.
+    pub fetched_at: i64,
+    /// Request start to body end, in milliseconds.
+    pub fetch_ms: u64,
+    /// What kind of failure, when something failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<ErrorKind>,
+    /// The failure in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl PageResult {
+    /// Mark the page failed, with the kind of failure and a message.
+    pub fn fail(&mut self, kind: ErrorKind, message: String) {
+        self.failed = true;
+        self.error_kind = Some(kind);
+        self.error = Some(message);
+    }
+}
+
+/// Why a page failed. [`ErrorKind::as_str`] is the stable name stored in `urls.error_kind`
+/// and shown in summaries and reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorKind {
+    /// No answer in time (connect, read or the whole request).
+    Timeout,
+    /// The host name did not resolve.
+    Dns,
+    /// The connection could not be made (refused, reset, TLS).
+    Connect,
+    /// The connection broke while the body was read.
+    Body,
+    /// The body could not be decoded (a corrupt compressed stream).
+    Decode,
+    /// The request could not be sent.
+    Request,
+    /// The HTTP client itself failed.
+    Client,
+    /// A redirect's `Location` is not a URL.
+    BadLocation,
+    /// The HTML could not be parsed.
+    Parse,
+    /// A redirect points back to the URL itself or an earlier hop of its chain.
+    RedirectLoop,
+    /// A redirect chain longer than `max-redirects`.
+    RedirectLimit,
+    /// trawl or the page hook panicked on this page.
+    Panic,
+    /// A queued URL that no longer parses (a damaged Redis record).
+    BadUrl,
+}
+
+impl ErrorKind {
+    /// Every kind.
+    pub const ALL: [ErrorKind; 13] = [
+        ErrorKind::Timeout,
+        ErrorKind::Dns,
+        ErrorKind::Connect,
+        ErrorKind::Body,
+        ErrorKind::Decode,
+        ErrorKind::Request,
+        ErrorKind::Client,
+        ErrorKind::BadLocation,
+        ErrorKind::Parse,
+        ErrorKind::RedirectLoop,
+        ErrorKind::RedirectLimit,
+        ErrorKind::Panic,
+        ErrorKind::BadUrl,
+    ];
+
+    /// The stable kebab-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Dns => "dns",
+            ErrorKind::Connect => "connect",
+            ErrorKind::Body => "body",
+            ErrorKind::Decode => "decode",
+            ErrorKind::Request => "request",
+            ErrorKind::Client => "client",
+            ErrorKind::BadLocation => "bad-location",
+            ErrorKind::Parse => "parse",
+            ErrorKind::RedirectLoop => "redirect-loop",
+            ErrorKind::RedirectLimit => "redirect-limit",
+            ErrorKind::Panic => "panic",
+            ErrorKind::BadUrl => "bad-url",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ErrorKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| format!("unknown error kind {s:?}"))
+    }
+}
+
+impl Serialize for ErrorKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ErrorKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl rusqlite::ToSql for ErrorKind {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        Ok(self.as_str().into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for k in ErrorKind::ALL {
+            assert_eq!(k.as_str().parse::<ErrorKind>(), Ok(k));
+            let json = serde_json::to_string(&k).unwrap();
+            assert_eq!(serde_json::from_str::<ErrorKind>(&json).unwrap(), k);
+        }
+        assert!("teapot".parse::<ErrorKind>().is_err());
+    }
+}

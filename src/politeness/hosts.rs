@@ -1,0 +1,129 @@
+//! What this process knows of each host before fetching from it: whether it has been
+//! prepared (robots.txt read, sitemaps read), and its robots.txt rules.
+//!
+//! Each process reads a host's robots.txt itself (a Redis crawl's processes each keep
+//! their own copy, as each obeys it), so this lives above the store. The dispatcher asks
+//! [`HostRules::check`] for every URL it takes; URLs of a host being prepared wait in the
+//! dispatcher, holding their host slots, so nothing of the host is fetched before its
+//! rules are known.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use url::Url;
+
+use super::robots::Robots;
+
+/// How long a robots.txt is trusted (RFC 9309 2.4: at most 24 hours).
+pub const ROBOTS_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// What to do with a URL about to be dispatched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Fetch it.
+    Fetch,
+    /// robots.txt forbids it: record it as skipped.
+    Disallowed,
+    /// Hold it: its host is being prepared.
+    Wait,
+    /// Hold it and prepare its host (`first`: for the first time in this run, so its
+    /// sitemaps are read too; else only its expired robots.txt is read again).
+    Prepare {
+        /// The host was never prepared in this run.
+        first: bool,
+    },
+}
+
+enum State {
+    Preparing,
+    Ready(Arc<Robots>, Instant),
+}
+
+/// See the module doc.
+pub struct HostRules<H> {
+    /// Our product token (lower case); `None` when robots.txt is ignored.
+    agent: Option<String>,
+    /// Hosts are prepared before their first URL (robots.txt is obeyed or sitemaps read).
+    prepare: bool,
+    hosts: Mutex<HashMap<H, State>>,
+}
+
+impl<H: Hash + Eq + Clone> HostRules<H> {
+    /// Rules for `agent` (`None`: robots.txt ignored); `sitemaps` when sitemaps are read.
+    pub fn new(agent: Option<String>, sitemaps: bool) -> HostRules<H> {
+        HostRules {
+            prepare: agent.is_some() || sitemaps,
+            agent,
+            hosts: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Our product token, when robots.txt is obeyed.
+    pub fn agent(&self) -> Option<&str> {
+        self.agent.as_deref()
+    }
+
+    /// What to do with `url` of `host` now.
+    pub fn check(&self, host: &H, url: &Url, now: Instant) -> Verdict {
+        // The common case without robots.txt or sitemaps costs no lock.
+        if !self.prepare {
+            return Verdict::Fetch;
+        }
+        let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        match hosts.get(host) {
+            Some(State::Preparing) => Verdict::Wait,
+            Some(State::Ready(robots, until)) if *until > now => match &self.agent {
+                Some(agent) if !robots.is_allowed(agent, url) => Verdict::Disallowed,
+                _ => Verdict::Fetch,
+            },
+            known => {
+                let first = known.is_none();
+                hosts.insert(host.clone(), State::Preparing);
+                Verdict::Prepare { first }
+            }
+        }
+    }
+
+    /// `host` is prepared: obey `robots` for the next day.
+    pub fn ready(&self, host: H, robots: Robots) {
+        let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        hosts.insert(
+            host,
+            State::Ready(Arc::new(robots), Instant::now() + ROBOTS_TTL),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_is_prepared_once_then_its_rules_apply() {
+        let rules = HostRules::new(Some("trawl".into()), false);
+        let url = |p: &str| Url::parse(&format!("http://h.test{p}")).unwrap();
+        let now = Instant::now();
+        assert_eq!(
+            rules.check(&1, &url("/a"), now),
+            Verdict::Prepare { first: true }
+        );
+        assert_eq!(rules.check(&1, &url("/b"), now), Verdict::Wait);
+        rules.ready(1, Robots::parse(b"User-agent: *\nDisallow: /private\n"));
+        assert_eq!(rules.check(&1, &url("/a"), now), Verdict::Fetch);
+        assert_eq!(
+            rules.check(&1, &url("/private/x"), now),
+            Verdict::Disallowed
+        );
+        // A day later the rules are read again, without the sitemaps.
+        let later = Instant::now() + ROBOTS_TTL + Duration::from_secs(1);
+        assert_eq!(
+            rules.check(&1, &url("/a"), later),
+            Verdict::Prepare { first: false }
+        );
+        // Nothing to prepare: everything is fetched at once.
+        let none = HostRules::<u32>::new(None, false);
+        assert_eq!(none.check(&1, &url("/private"), now), Verdict::Fetch);
+    }
+}
