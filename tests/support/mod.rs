@@ -5,6 +5,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod adhoc;
+pub mod backend;
 pub mod check;
 pub mod db;
 pub mod faults;

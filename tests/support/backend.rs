@@ -1,0 +1,203 @@
+//! Both stores from one test body: [`both_stores!`] turns `async fn name(store) { ... }`
+//! into `name::sqlite` and `name::redis`, each handing the body a [`Backend`]: a SQLite
+//! file in a temporary directory, or a Redis crawl on a real redis-server started for the
+//! test (stopped when it ends). A Redis crawl is read back through the same copy into
+//! SQLite that `trawl export --to` makes, so the assertions are the same for both.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use trawl::{Crawler, CrawlerBuilder, Summary};
+
+use super::db;
+use super::redis::RedisServer;
+
+/// Where a test's crawls live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A SQLite file per crawl.
+    Sqlite,
+    /// A Redis crawl per crawl name, in one redis-server.
+    Redis,
+}
+
+/// See the module doc. Crawls are named; each name is its own crawl (a file, a crawl id).
+pub struct Backend {
+    pub kind: Kind,
+    dir: tempfile::TempDir,
+    redis: Option<RedisServer>,
+    copies: AtomicUsize,
+}
+
+impl Backend {
+    /// A backend of `kind` (a Redis one starts its server).
+    pub fn new(kind: Kind) -> Backend {
+        Backend {
+            kind,
+            dir: tempfile::tempdir().unwrap(),
+            redis: (kind == Kind::Redis).then(RedisServer::start),
+            copies: AtomicUsize::new(0),
+        }
+    }
+
+    /// Whether crawls live in Redis.
+    pub fn is_redis(&self) -> bool {
+        self.kind == Kind::Redis
+    }
+
+    /// A temporary directory for the test's other files.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The SQLite file of the crawl `name` (for a Redis crawl: none; see [`Backend::db`]).
+    fn file(&self, name: &str) -> PathBuf {
+        self.dir.path().join(format!("{name}.db"))
+    }
+
+    /// The Redis server, for a Redis backend.
+    pub fn redis(&self) -> &RedisServer {
+        self.redis.as_ref().expect("a Redis backend")
+    }
+
+    /// A builder for the crawl `name`.
+    pub fn builder(&self, name: &str) -> CrawlerBuilder {
+        match &self.redis {
+            None => Crawler::builder().db(self.file(name)),
+            Some(r) => Crawler::builder().store(r.url()).crawl_id(name),
+        }
+    }
+
+    /// Build what `builder` describes (made by [`Backend::builder`]).
+    pub async fn build(&self, builder: CrawlerBuilder) -> Result<Crawler, trawl::Error> {
+        match self.kind {
+            Kind::Sqlite => builder.build(),
+            Kind::Redis => builder.build_distributed().await,
+        }
+    }
+
+    /// Build and run a crawl to its end (at most two minutes); its summary.
+    pub async fn crawl(&self, builder: CrawlerBuilder) -> Summary {
+        tokio::time::timeout(Duration::from_secs(120), async {
+            self.build(builder)
+                .await
+                .unwrap()
+                .run(std::future::pending())
+                .await
+        })
+        .await
+        .expect("the crawl ends")
+        .unwrap()
+    }
+
+    /// The command-line flags naming the crawl `name` (`--db FILE`, or `--store URL
+    /// --crawl-id NAME`).
+    pub fn args(&self, name: &str) -> Vec<String> {
+        match &self.redis {
+            None => vec!["--db".into(), self.file(name).display().to_string()],
+            Some(r) => vec![
+                "--store".into(),
+                r.url(),
+                "--crawl-id".into(),
+                name.into(),
+            ],
+        }
+    }
+
+    /// The crawl `name` as a SQLite file to read: the file itself, or a fresh copy of the
+    /// Redis crawl (what `trawl export --to` writes).
+    pub async fn db(&self, name: &str) -> PathBuf {
+        let Some(r) = &self.redis else {
+            return self.file(name);
+        };
+        let n = self.copies.fetch_add(1, Ordering::Relaxed);
+        let path = self.dir.path().join(format!("{name}-copy{n}.db"));
+        trawl::store::redis::copy::to_sqlite(&r.url(), name, &path)
+            .await
+            .unwrap_or_else(|e| panic!("copying crawl {name}: {e}"));
+        path
+    }
+
+    /// Everything the crawl `name` stored, read back.
+    pub async fn read(&self, name: &str) -> db::Crawled {
+        db::read(&self.db(name).await)
+    }
+
+    /// Pages stored so far by the crawl `name` on `host` (`127.0.0.1:PORT`), while it runs.
+    pub fn stored(&self, name: &str, host: &str) -> i64 {
+        match &self.redis {
+            None => super::run::fetched(&self.file(name)),
+            Some(r) => r
+                .cli(&["hlen", &format!("trawl:{{{name}/{host}}}:pages")])
+                .trim()
+                .parse()
+                .unwrap_or(0),
+        }
+    }
+
+    /// The store is sound between runs: the SQLite file passes its integrity check; a
+    /// Redis crawl copies into a sound file whose URLs are stored once each.
+    pub async fn assert_sound(&self, name: &str) {
+        match self.kind {
+            Kind::Sqlite => {
+                let file = self.file(name);
+                assert_eq!(db::integrity(&file).as_deref().unwrap_or("ok"), "ok");
+            }
+            Kind::Redis => {
+                let got = self.read(name).await;
+                assert_eq!(got.integrity, "ok");
+                assert!(got.duplicate_keys.is_empty(), "{:?}", got.duplicate_keys);
+            }
+        }
+    }
+
+    /// No process is left recorded as crawling `name`, and nothing is held: the running
+    /// pid of the file is cleared; a Redis crawl lists no process and no lease.
+    pub fn assert_released(&self, name: &str, host: &str) {
+        match &self.redis {
+            None => {
+                let conn = rusqlite::Connection::open_with_flags(
+                    self.file(name),
+                    rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+                )
+                .unwrap();
+                let pid: Option<i64> = conn
+                    .query_row("SELECT running_pid FROM crawl", [], |r| r.get(0))
+                    .unwrap();
+                assert_eq!(pid, None, "a clean stop clears the running pid");
+            }
+            Some(r) => {
+                let procs = r.cli(&["hlen", &format!("trawl:{{{name}}}:procs")]);
+                assert_eq!(procs.trim(), "0", "a clean stop removes the heartbeat");
+                let leases = r.cli(&["zcard", &format!("trawl:{{{name}/{host}}}:lease")]);
+                assert_eq!(leases.trim(), "0", "a clean stop gives every lease back");
+            }
+        }
+    }
+}
+
+/// `both_stores! { async fn name(store) { ... } }`: the body runs once against each store,
+/// as the tests `name::sqlite` and `name::redis`.
+macro_rules! both_stores {
+    ($(#[doc = $doc:literal])* async fn $name:ident($b:ident) $body:block) => {
+        $(#[doc = $doc])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            async fn body($b: $crate::support::backend::Backend) $body
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                body($crate::support::backend::Backend::new($crate::support::backend::Kind::Sqlite)).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn redis() {
+                body($crate::support::backend::Backend::new($crate::support::backend::Kind::Redis)).await
+            }
+        }
+    };
+}
+pub(crate) use both_stores;
