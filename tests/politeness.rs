@@ -13,9 +13,9 @@ use axum::response::{Html, IntoResponse};
 use axum::routing::get;
 use axum::Router;
 use support::adhoc::Adhoc;
+use support::backend::{both_stores, Backend};
 use support::limited::{assert_quiet_after_429, hub, limited_site};
-use support::run::crawl;
-use trawl::{Crawler, Outcome};
+use trawl::Outcome;
 
 fn row(db: &std::path::Path, key: &str) -> (i64, Option<i64>, Option<i64>, Option<String>) {
     rusqlite::Connection::open(db)
@@ -28,42 +28,39 @@ fn row(db: &std::path::Path, key: &str) -> (i64, Option<i64>, Option<i64>, Optio
         .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_429_pauses_every_worker_until_retry_after() {
+async fn a_429_pauses_every_worker_until_retry_after(store: Backend) {
     let (app, calls) = limited_site(30, "2");
     let server = Adhoc::start(app).await;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("429.db");
+    let path = "429";
     let started = Instant::now();
-    let s = crawl(
-        Crawler::builder()
-            .db(&path)
-            .seed(format!("{}/", server.base))
-            .ignore_robots(true)
-            .concurrency(4)
-            .per_host(4),
-    )
-    .await;
+    let s = store
+        .crawl(
+            store
+                .builder(path)
+                .seed(format!("{}/", server.base))
+                .ignore_robots(true)
+                .concurrency(4)
+                .per_host(4),
+        )
+        .await;
     assert_eq!(s.outcome, Outcome::Finished);
     assert!(started.elapsed() >= Duration::from_secs(2));
     assert_quiet_after_429(&server, Duration::from_secs(2));
     assert_eq!(calls.load(Ordering::SeqCst), 2, "retried once");
     let key = format!("{}/limited", server.base);
-    assert_eq!(row(&path, &key), (1, Some(200), Some(2), None));
-    let p = dir.path().join("429.db");
-    let paused: Option<i64> = rusqlite::Connection::open(&p)
+    let db = store.db(path).await;
+    assert_eq!(row(&db, &key), (1, Some(200), Some(2), None));
+    let paused: Option<i64> = rusqlite::Connection::open(&db)
         .unwrap()
         .query_row("SELECT paused_until FROM hosts LIMIT 1", [], |r| r.get(0))
         .unwrap();
     assert!(paused.is_some(), "the pause is stored");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_pause_survives_a_restart() {
+async fn a_pause_survives_a_restart(store: Backend) {
     let (app, _calls) = limited_site(30, "3");
     let server = Adhoc::start(app).await;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("restart.db");
+    let path = "restart";
     // Stop the first run as soon as the 429 has been answered.
     let log = server.log.clone();
     let stop = async move {
@@ -75,26 +72,21 @@ async fn a_pause_survives_a_restart() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    let s = Crawler::builder()
-        .db(&path)
+    let b = store
+        .builder(path)
         .seed(format!("{}/", server.base))
         .ignore_robots(true)
         .concurrency(2)
         .per_host(2)
-        .grace_period(Duration::from_millis(200))
-        .build()
-        .unwrap()
-        .run(stop)
-        .await
-        .unwrap();
+        .grace_period(Duration::from_millis(200));
+    let s = store.build(b).await.unwrap().run(stop).await.unwrap();
     assert_eq!(s.outcome, Outcome::Interrupted);
-    let s = crawl(Crawler::builder().db(&path)).await;
+    let s = store.crawl(store.builder(path)).await;
     assert_eq!(s.outcome, Outcome::Finished);
     assert_quiet_after_429(&server, Duration::from_secs(3));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn transient_faults_are_retried_then_recorded() {
+async fn transient_faults_are_retried_then_recorded(store: Backend) {
     let flaky = Arc::new(AtomicUsize::new(0));
     let f = flaky.clone();
     let app = Router::new()
@@ -120,26 +112,26 @@ async fn transient_faults_are_retried_then_recorded() {
             }),
         );
     let server = Adhoc::start(app).await;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("retry.db");
-    crawl(
-        Crawler::builder()
-            .db(&path)
-            .seed(format!("{}/", server.base))
-            .ignore_robots(true)
-            .max_attempts(3)
-            .retry_backoff(Duration::from_millis(20)),
-    )
-    .await;
+    let path = "retry";
+    store
+        .crawl(
+            store
+                .builder(path)
+                .seed(format!("{}/", server.base))
+                .ignore_robots(true)
+                .max_attempts(3)
+                .retry_backoff(Duration::from_millis(20)),
+        )
+        .await;
     let b = &server.base;
     assert_eq!(server.hits("/down").len(), 3);
     assert_eq!(
-        row(&path, &format!("{b}/down")),
+        row(&store.db(path).await, &format!("{b}/down")),
         (1, Some(503), Some(3), None)
     );
     assert_eq!(server.hits("/flaky").len(), 3);
     assert_eq!(
-        row(&path, &format!("{b}/flaky")),
+        row(&store.db(path).await, &format!("{b}/flaky")),
         (1, Some(200), Some(3), None)
     );
     assert_eq!(server.hits("/404").len(), 1, "a 404 is not retried");
@@ -148,22 +140,22 @@ async fn transient_faults_are_retried_then_recorded() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = closed.local_addr().unwrap().port();
     drop(closed);
-    let path = dir.path().join("refused.db");
-    crawl(
-        Crawler::builder()
-            .db(&path)
-            .seed(format!("http://127.0.0.1:{port}/"))
-            .ignore_robots(true)
-            .max_attempts(2)
-            .retry_backoff(Duration::from_millis(10)),
-    )
-    .await;
-    let r = row(&path, &format!("http://127.0.0.1:{port}/"));
+    let path = "refused";
+    store
+        .crawl(
+            store
+                .builder(path)
+                .seed(format!("http://127.0.0.1:{port}/"))
+                .ignore_robots(true)
+                .max_attempts(2)
+                .retry_backoff(Duration::from_millis(10)),
+        )
+        .await;
+    let r = row(&store.db(path).await, &format!("http://127.0.0.1:{port}/"));
     assert_eq!((r.0, r.2, r.3.as_deref()), (2, Some(2), Some("connect")));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn delay_and_rate_limit_space_the_requests() {
+async fn delay_and_rate_limit_space_the_requests(store: Backend) {
     for (delay, rate, gap) in [
         (Some(Duration::from_millis(150)), None, 150),
         (None, Some("10/1s"), 100),
@@ -173,9 +165,8 @@ async fn delay_and_rate_limit_space_the_requests() {
             .route("/", get(move || async move { Html(home) }))
             .route("/p/{i}", get(|| async { Html("p") }));
         let server = Adhoc::start(app).await;
-        let dir = tempfile::tempdir().unwrap();
-        let mut b = Crawler::builder()
-            .db(dir.path().join("d.db"))
+        let mut b = store
+            .builder(&format!("d{gap}"))
             .seed(format!("{}/", server.base))
             .ignore_robots(true)
             .concurrency(8)
@@ -186,7 +177,7 @@ async fn delay_and_rate_limit_space_the_requests() {
         if let Some(r) = rate {
             b = b.rate_limit(r.parse().unwrap());
         }
-        crawl(b).await;
+        store.crawl(b).await;
         let times: Vec<_> = server.all().into_iter().map(|h| h.at).collect();
         assert_eq!(times.len(), 8, "/sitemap.xml, / and six pages");
         for w in times.windows(2) {
@@ -223,28 +214,27 @@ fn skip_reason(db: &std::path::Path, key: &str) -> Option<String> {
         .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn robots_txt_rules_and_crawl_delay_are_obeyed() {
+async fn robots_txt_rules_and_crawl_delay_are_obeyed(store: Backend) {
     let server = Adhoc::start(robots_site(
         "User-agent: *\nDisallow: /private\nCrawl-delay: 0.2\n",
         StatusCode::OK,
     ))
     .await;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("robots.db");
-    crawl(
-        Crawler::builder()
-            .db(&path)
-            .seed(format!("{}/", server.base))
-            .concurrency(4),
-    )
-    .await;
+    let path = "robots";
+    store
+        .crawl(
+            store
+                .builder(path)
+                .seed(format!("{}/", server.base))
+                .concurrency(4),
+        )
+        .await;
     assert!(
         server.hits("/private/x").is_empty(),
         "disallowed, never fetched"
     );
     assert_eq!(
-        skip_reason(&path, &format!("{}/private/x", server.base)).as_deref(),
+        skip_reason(&store.db(path).await, &format!("{}/private/x", server.base)).as_deref(),
         Some("robots")
     );
     assert_eq!(server.hits("/robots.txt").len(), 1, "read once per host");
@@ -268,52 +258,46 @@ async fn robots_txt_rules_and_crawl_delay_are_obeyed() {
         StatusCode::OK,
     ))
     .await;
-    let path = dir.path().join("group.db");
-    crawl(
-        Crawler::builder()
-            .db(&path)
-            .seed(format!("{}/", server.base))
-            .user_agent("Trawl/9.9 (+test)".to_string()),
-    )
-    .await;
+    let path = "group";
+    store
+        .crawl(
+            store
+                .builder(path)
+                .seed(format!("{}/", server.base))
+                .user_agent("Trawl/9.9 (+test)".to_string()),
+        )
+        .await;
     assert_eq!(server.hits("/a").len(), 1);
     assert!(server.hits("/b").is_empty());
 
     // --ignore-robots: everything, and robots.txt is not even read.
-    let path = dir.path().join("ignore.db");
+    let path = "ignore";
     let server = Adhoc::start(robots_site("User-agent: *\nDisallow: /\n", StatusCode::OK)).await;
-    crawl(
-        Crawler::builder()
-            .db(&path)
-            .seed(format!("{}/", server.base))
-            .ignore_robots(true),
-    )
-    .await;
+    store
+        .crawl(
+            store
+                .builder(path)
+                .seed(format!("{}/", server.base))
+                .ignore_robots(true),
+        )
+        .await;
     assert_eq!(server.hits("/private/x").len(), 1);
     assert!(server.hits("/robots.txt").is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn robots_txt_4xx_allows_and_5xx_disallows() {
+async fn robots_txt_4xx_allows_and_5xx_disallows(store: Backend) {
     let server = Adhoc::start(robots_site("gone", StatusCode::NOT_FOUND)).await;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("404.db");
-    crawl(
-        Crawler::builder()
-            .db(&path)
-            .seed(format!("{}/", server.base)),
-    )
-    .await;
+    let path = "404";
+    store
+        .crawl(store.builder(path).seed(format!("{}/", server.base)))
+        .await;
     assert_eq!(server.hits("/private/x").len(), 1, "4xx: no rules");
 
     let server = Adhoc::start(robots_site("oops", StatusCode::INTERNAL_SERVER_ERROR)).await;
-    let path = dir.path().join("500.db");
-    let s = crawl(
-        Crawler::builder()
-            .db(&path)
-            .seed(format!("{}/", server.base)),
-    )
-    .await;
+    let path = "500";
+    let s = store
+        .crawl(store.builder(path).seed(format!("{}/", server.base)))
+        .await;
     assert_eq!(s.outcome, Outcome::Finished);
     assert_eq!(
         server.hits("/robots.txt").len(),
@@ -322,13 +306,12 @@ async fn robots_txt_4xx_allows_and_5xx_disallows() {
     );
     assert!(server.hits("/").is_empty(), "nothing fetched without rules");
     assert_eq!(
-        skip_reason(&path, &format!("{}/", server.base)).as_deref(),
+        skip_reason(&store.db(path).await, &format!("{}/", server.base)).as_deref(),
         Some("robots")
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn identity_headers_and_cookies() {
+async fn identity_headers_and_cookies(store: Backend) {
     use axum::http::HeaderMap;
     let seen: Arc<std::sync::Mutex<Vec<(String, String, String)>>> = Arc::default();
     let s2 = seen.clone();
@@ -361,15 +344,15 @@ async fn identity_headers_and_cookies() {
             }),
         );
     let server = Adhoc::start(app).await;
-    let dir = tempfile::tempdir().unwrap();
-    crawl(
-        Crawler::builder()
-            .db(dir.path().join("id.db"))
-            .seed(format!("{}/", server.base))
-            .ignore_robots(true)
-            .headers(vec!["X-Team: crawl-ops".into()]),
-    )
-    .await;
+    store
+        .crawl(
+            store
+                .builder("id")
+                .seed(format!("{}/", server.base))
+                .ignore_robots(true)
+                .headers(vec!["X-Team: crawl-ops".into()]),
+        )
+        .await;
     let got = seen.lock().unwrap().clone();
     assert_eq!(got.len(), 1);
     let (ua, cookie, team) = &got[0];
@@ -378,18 +361,13 @@ async fn identity_headers_and_cookies() {
     assert_eq!(team, "crawl-ops");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pages_only_in_sitemaps_are_found() {
+async fn pages_only_in_sitemaps_are_found(store: Backend) {
     let app = support::sitemapped::site();
     let server = Adhoc::start(app).await;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("sm.db");
-    let s = crawl(
-        Crawler::builder()
-            .db(&path)
-            .seed(format!("{}/", server.base)),
-    )
-    .await;
+    let path = "sm";
+    let s = store
+        .crawl(store.builder(path).seed(format!("{}/", server.base)))
+        .await;
     assert_eq!(s.outcome, Outcome::Finished);
     for p in [
         "/orphan",
@@ -404,7 +382,7 @@ async fn pages_only_in_sitemaps_are_found() {
         server.hits("/sitemap.xml").is_empty(),
         "robots.txt named the sitemaps"
     );
-    let conn = rusqlite::Connection::open(&path).unwrap();
+    let conn = rusqlite::Connection::open(store.db(path).await).unwrap();
     let sitemap_edges: i64 = conn
         .query_row("SELECT count(*) FROM edges WHERE kind = 7", [], |r| {
             r.get(0)
@@ -433,13 +411,21 @@ async fn pages_only_in_sitemaps_are_found() {
         .route("/", get(|| async { Html("home") }))
         .route("/hidden", get(|| async { Html("h") }));
     let server = Adhoc::start(app).await;
-    let path = dir.path().join("probe.db");
-    crawl(
-        Crawler::builder()
-            .db(&path)
-            .seed(format!("{}/", server.base)),
-    )
-    .await;
+    let path = "probe";
+    store
+        .crawl(store.builder(path).seed(format!("{}/", server.base)))
+        .await;
     assert_eq!(server.hits("/hidden").len(), 1);
     assert_eq!(server.hits("/sitemap.xml").len(), 1);
 }
+
+both_stores!(
+    a_429_pauses_every_worker_until_retry_after,
+    a_pause_survives_a_restart,
+    transient_faults_are_retried_then_recorded,
+    delay_and_rate_limit_space_the_requests,
+    robots_txt_rules_and_crawl_delay_are_obeyed,
+    robots_txt_4xx_allows_and_5xx_disallows,
+    identity_headers_and_cookies,
+    pages_only_in_sitemaps_are_found
+);

@@ -1,5 +1,5 @@
-//! Both stores from one test body: [`both_stores!`] turns `async fn name(store) { ... }`
-//! into `name::sqlite` and `name::redis`, each handing the body a [`Backend`]: a SQLite
+//! Both stores from one test body: [`both_stores!`] runs each `async fn name(store: Backend)`
+//! as `name::sqlite` and `name::redis`, each handing the body a [`Backend`]: a SQLite
 //! file in a temporary directory, or a Redis crawl on a real redis-server started for the
 //! test (stopped when it ends). A Redis crawl is read back through the same copy into
 //! SQLite that `trawl export --to` makes, so the assertions are the same for both.
@@ -96,12 +96,7 @@ impl Backend {
     pub fn args(&self, name: &str) -> Vec<String> {
         match &self.redis {
             None => vec!["--db".into(), self.file(name).display().to_string()],
-            Some(r) => vec![
-                "--store".into(),
-                r.url(),
-                "--crawl-id".into(),
-                name.into(),
-            ],
+            Some(r) => vec!["--store".into(), r.url(), "--crawl-id".into(), name.into()],
         }
     }
 
@@ -177,27 +172,25 @@ impl Backend {
     }
 }
 
-/// `both_stores! { async fn name(store) { ... } }`: the body runs once against each store,
-/// as the tests `name::sqlite` and `name::redis`.
+/// `both_stores!(name, ...)`: each `async fn name(store: Backend)` of the test file runs
+/// once against each store, as the tests `name::sqlite` and `name::redis`.
 macro_rules! both_stores {
-    ($(#[doc = $doc:literal])* async fn $name:ident($b:ident) $body:block) => {
-        $(#[doc = $doc])*
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
+    ($($name:ident),+ $(,)?) => {
+        $(
+            mod $name {
+                use $crate::support::backend::{Backend, Kind};
 
-            async fn body($b: $crate::support::backend::Backend) $body
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn sqlite() {
+                    super::$name(Backend::new(Kind::Sqlite)).await
+                }
 
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn sqlite() {
-                body($crate::support::backend::Backend::new($crate::support::backend::Kind::Sqlite)).await
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn redis() {
+                    super::$name(Backend::new(Kind::Redis)).await
+                }
             }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn redis() {
-                body($crate::support::backend::Backend::new($crate::support::backend::Kind::Redis)).await
-            }
-        }
+        )+
     };
 }
 pub(crate) use both_stores;

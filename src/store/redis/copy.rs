@@ -103,7 +103,22 @@ async fn copy(redis: &Redis, keys: &CrawlKeys, path: &Path) -> Result<Copied, Di
         copied: Copied::default(),
     };
     for host in &hosts {
-        rows.host_id(host).map_err(sql)?;
+        let id = rows.host_id(host).map_err(sql)?;
+        // A 429/503 pause still running is kept, as a local crawl keeps it.
+        let paused: Option<i64> = redis
+            .cmd(
+                redis::cmd("HGET")
+                    .arg(&keys.host(host).state)
+                    .arg("paused_until"),
+            )
+            .await?;
+        if let Some(until) = paused {
+            tx.execute(
+                "UPDATE hosts SET paused_until = ?2 WHERE id = ?1",
+                params![id, until],
+            )
+            .map_err(sql)?;
+        }
     }
     // Ids first (in host order, admission order within a scan), so referrers resolve.
     for host in &hosts {
