@@ -13,8 +13,9 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags};
+use support::backend::{both_stores, Backend};
 use support::faults::{self, Family, FaultServer, OK_PAGES, SILENT, TRAPS};
-use trawl::{Crawler, CrawlerBuilder, Outcome, Summary};
+use trawl::{CrawlerBuilder, Outcome, Summary};
 
 const DONE: i64 = 1;
 const FAILED: i64 = 2;
@@ -24,15 +25,18 @@ const MAX_BODY: u64 = 64 * 1024;
 const READ_TIMEOUT: Duration = Duration::from_millis(300);
 const TIMEOUT: Duration = Duration::from_secs(2);
 
+/// The crawl each test makes (one per test, in the test's own store).
+const CRAWL: &str = "faults";
+
 /// A crawl of one family index (or of `/` when `family` is None), with short timeouts,
 /// no robots.txt and no sitemaps, one attempt per URL.
-fn builder(server: &FaultServer, family: Option<Family>, db: &Path) -> CrawlerBuilder {
+fn builder(store: &Backend, server: &FaultServer, family: Option<Family>) -> CrawlerBuilder {
     let seed = match family {
         Some(f) => format!("{}/family/{}", server.base, f.name()),
         None => format!("{}/", server.base),
     };
-    Crawler::builder()
-        .db(db)
+    store
+        .builder(CRAWL)
         .seed(seed)
         .ignore_robots(true)
         .sitemaps(false)
@@ -46,14 +50,21 @@ fn builder(server: &FaultServer, family: Option<Family>, db: &Path) -> CrawlerBu
         .retry_backoff(Duration::from_millis(10))
 }
 
-/// Run the crawl; it must end within `bound`.
-async fn crawl_within(builder: CrawlerBuilder, bound: Duration) -> (Summary, Duration) {
+/// Run the crawl; it must end within `bound`. Its summary, how long it took, and the
+/// SQLite file holding what it stored.
+async fn crawl_within(
+    store: &Backend,
+    builder: CrawlerBuilder,
+    bound: Duration,
+) -> (Summary, Duration, std::path::PathBuf) {
     let started = Instant::now();
-    let summary = tokio::time::timeout(bound, builder.build().unwrap().run(std::future::pending()))
+    let crawler = store.build(builder).await.unwrap();
+    let summary = tokio::time::timeout(bound, crawler.run(std::future::pending()))
         .await
         .unwrap_or_else(|_| panic!("the crawl did not end within {bound:?}"))
         .unwrap();
-    (summary, started.elapsed())
+    let took = started.elapsed();
+    (summary, took, store.db(CRAWL).await)
 }
 
 /// One stored URL.
@@ -166,13 +177,15 @@ fn assert_transport_error(r: &Row, what: &str) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn broken_transports_end_in_errors_not_hangs() {
+async fn broken_transports_end_in_errors_not_hangs(store: Backend) {
     let server = FaultServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("transport.db");
     let bound = Duration::from_secs(10);
-    let (s, _) = crawl_within(builder(&server, Some(Family::Transport), &db), bound).await;
+    let (s, _, db) = crawl_within(
+        &store,
+        builder(&store, &server, Some(Family::Transport)),
+        bound,
+    )
+    .await;
     common(&server, &db, &s);
 
     // A body dripping one byte a second is cut by the read timeout.
@@ -231,13 +244,11 @@ async fn broken_transports_end_in_errors_not_hangs() {
     assert!(sent < 32 << 20, "endless body: {sent} bytes sent");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cut_and_malformed_bodies_are_body_errors() {
+async fn cut_and_malformed_bodies_are_body_errors(store: Backend) {
     let server = FaultServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("bodies.db");
-    let (s, _) = crawl_within(
-        builder(&server, Some(Family::Transport), &db),
+    let (s, _, db) = crawl_within(
+        &store,
+        builder(&store, &server, Some(Family::Transport)),
         Duration::from_secs(10),
     )
     .await;
@@ -249,15 +260,13 @@ async fn cut_and_malformed_bodies_are_body_errors() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cut_and_malformed_bodies_fail_promptly() {
+async fn cut_and_malformed_bodies_fail_promptly(store: Backend) {
     // What holds today whatever the error kind: each is a failure, none waits for a
     // timeout, none is stored as a success.
     let server = FaultServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("prompt.db");
-    let (s, _) = crawl_within(
-        builder(&server, Some(Family::Transport), &db),
+    let (s, _, db) = crawl_within(
+        &store,
+        builder(&store, &server, Some(Family::Transport)),
         Duration::from_secs(10),
     )
     .await;
@@ -275,13 +284,11 @@ async fn cut_and_malformed_bodies_fail_promptly() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reset_mid_body_is_retried() {
+async fn a_reset_mid_body_is_retried(store: Backend) {
     let server = FaultServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("retry.db");
-    let (s, _) = crawl_within(
-        builder(&server, Some(Family::Transport), &db).max_attempts(2),
+    let (s, _, db) = crawl_within(
+        &store,
+        builder(&store, &server, Some(Family::Transport)).max_attempts(2),
         Duration::from_secs(10),
     )
     .await;
@@ -294,13 +301,11 @@ async fn a_reset_mid_body_is_retried() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redirect_loops_and_long_chains_are_cut() {
+async fn redirect_loops_and_long_chains_are_cut(store: Backend) {
     let server = FaultServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("redirects.db");
-    let (s, _) = crawl_within(
-        builder(&server, Some(Family::Redirects), &db).max_redirects(10),
+    let (s, _, db) = crawl_within(
+        &store,
+        builder(&store, &server, Some(Family::Redirects)).max_redirects(10),
         Duration::from_secs(10),
     )
     .await;
@@ -344,13 +349,11 @@ async fn redirect_loops_and_long_chains_are_cut() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn storms_of_429_and_a_dated_503_are_honoured() {
+async fn storms_of_429_and_a_dated_503_are_honoured(store: Backend) {
     let server = FaultServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("politeness.db");
-    let (s, elapsed) = crawl_within(
-        builder(&server, Some(Family::Politeness), &db)
+    let (s, elapsed, db) = crawl_within(
+        &store,
+        builder(&store, &server, Some(Family::Politeness))
             .max_attempts(2)
             .max_retry_after(Duration::from_secs(1)),
         Duration::from_secs(15),
@@ -421,13 +424,11 @@ async fn storms_of_429_and_a_dated_503_are_honoured() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn wrong_lying_and_missing_charsets_are_survived() {
+async fn wrong_lying_and_missing_charsets_are_survived(store: Backend) {
     let server = FaultServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("charsets.db");
-    let (s, _) = crawl_within(
-        builder(&server, Some(Family::Charsets), &db),
+    let (s, _, db) = crawl_within(
+        &store,
+        builder(&store, &server, Some(Family::Charsets)),
         Duration::from_secs(10),
     )
     .await;
@@ -478,13 +479,11 @@ async fn wrong_lying_and_missing_charsets_are_survived() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn malformed_html_and_non_html_bodies() {
+async fn malformed_html_and_non_html_bodies(store: Backend) {
     let server = FaultServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("markup.db");
-    let (s, _) = crawl_within(
-        builder(&server, Some(Family::Markup), &db),
+    let (s, _, db) = crawl_within(
+        &store,
+        builder(&store, &server, Some(Family::Markup)),
         Duration::from_secs(10),
     )
     .await;
@@ -535,14 +534,12 @@ async fn malformed_html_and_non_html_bodies() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn calendars_deep_paths_and_session_ids_end() {
+async fn calendars_deep_paths_and_session_ids_end(store: Backend) {
     const BUDGET: u64 = 40;
     let server = FaultServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("traps.db");
-    let (s, _) = crawl_within(
-        builder(&server, Some(Family::Traps), &db).max_pages_per_host(BUDGET),
+    let (s, _, db) = crawl_within(
+        &store,
+        builder(&store, &server, Some(Family::Traps)).max_pages_per_host(BUDGET),
         Duration::from_secs(10),
     )
     .await;
@@ -584,13 +581,11 @@ async fn calendars_deep_paths_and_session_ids_end() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_whole_fault_site_in_one_crawl() {
+async fn the_whole_fault_site_in_one_crawl(store: Backend) {
     let server = FaultServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("all.db");
-    let (s, _) = crawl_within(
-        builder(&server, None, &db)
+    let (s, _, db) = crawl_within(
+        &store,
+        builder(&store, &server, None)
             .max_attempts(2)
             .max_retry_after(Duration::from_secs(1))
             .max_redirects(10)
@@ -621,15 +616,13 @@ async fn the_whole_fault_site_in_one_crawl() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_host_whose_robots_txt_never_answers_is_skipped() {
+async fn a_host_whose_robots_txt_never_answers_is_skipped(store: Backend) {
     let server = FaultServer::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("robots.db");
     // Only the normal pages and the silent host: the other transport faults are not
     // what this is about.
-    let (s, _) = crawl_within(
-        builder(&server, Some(Family::Transport), &db)
+    let (s, _, db) = crawl_within(
+        &store,
+        builder(&store, &server, Some(Family::Transport))
             .ignore_robots(false)
             .include(vec!["/ok/".into(), "/family/".into(), "/silent".into()]),
         Duration::from_secs(20),
@@ -646,3 +639,17 @@ async fn a_host_whose_robots_txt_never_answers_is_skipped() {
     );
     assert!(server.counters.silent_accepted.load(Ordering::SeqCst) >= 3);
 }
+
+both_stores!(
+    broken_transports_end_in_errors_not_hangs,
+    cut_and_malformed_bodies_are_body_errors,
+    cut_and_malformed_bodies_fail_promptly,
+    a_reset_mid_body_is_retried,
+    redirect_loops_and_long_chains_are_cut,
+    storms_of_429_and_a_dated_503_are_honoured,
+    wrong_lying_and_missing_charsets_are_survived,
+    malformed_html_and_non_html_bodies,
+    calendars_deep_paths_and_session_ids_end,
+    the_whole_fault_site_in_one_crawl,
+    a_host_whose_robots_txt_never_answers_is_skipped
+);
