@@ -11,9 +11,9 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use support::adhoc::Adhoc;
-use support::run::crawl;
-use support::{db, SiteServer, SiteSpec};
-use trawl::{Crawler, Outcome};
+use support::backend::{both_stores, Backend};
+use support::{SiteServer, SiteSpec};
+use trawl::Outcome;
 
 fn site(latency_ms: u64) -> SiteSpec {
     SiteSpec {
@@ -22,18 +22,17 @@ fn site(latency_ms: u64) -> SiteSpec {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn per_host_limit_holds_and_concurrency_caps_all() {
+async fn per_host_limit_holds_and_concurrency_caps_all(store: Backend) {
     let server = SiteServer::start(support::Site::generate(&site(30))).await;
-    let dir = tempfile::tempdir().unwrap();
-    let s = crawl(
-        Crawler::builder()
-            .db(dir.path().join("a.db"))
-            .seed(format!("{}/", server.base()))
-            .concurrency(12)
-            .per_host(3),
-    )
-    .await;
+    let s = store
+        .crawl(
+            store
+                .builder("a")
+                .seed(format!("{}/", server.base()))
+                .concurrency(12)
+                .per_host(3),
+        )
+        .await;
     assert_eq!(s.outcome, Outcome::Finished);
     assert_eq!(
         server.max_concurrent(),
@@ -42,35 +41,35 @@ async fn per_host_limit_holds_and_concurrency_caps_all() {
     );
 
     server.clear_log();
-    let s = crawl(
-        Crawler::builder()
-            .db(dir.path().join("b.db"))
-            .seed(format!("{}/", server.base()))
-            .concurrency(2)
-            .per_host(50)
-            // The sitemap probe is a request beside the workers (bounded per host, not by
-            // `concurrency`): off, so only the workers' requests are counted.
-            .sitemaps(false),
-    )
-    .await;
+    let s = store
+        .crawl(
+            store
+                .builder("b")
+                .seed(format!("{}/", server.base()))
+                .concurrency(2)
+                .per_host(50)
+                // The sitemap probe is a request beside the workers (bounded per host, not by
+                // `concurrency`): off, so only the workers' requests are counted.
+                .sitemaps(false),
+        )
+        .await;
     assert_eq!(s.outcome, Outcome::Finished);
     assert!(server.max_concurrent() <= 2, "{}", server.max_concurrent());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn max_pages_and_max_depth() {
+async fn max_pages_and_max_depth(store: Backend) {
     let server = SiteServer::start(support::Site::generate(&SiteSpec::small())).await;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("pages.db");
-    let s = crawl(
-        Crawler::builder()
-            .db(&path)
-            .seed(format!("{}/", server.base()))
-            .max_pages(10),
-    )
-    .await;
+    let path = "pages";
+    let s = store
+        .crawl(
+            store
+                .builder(path)
+                .seed(format!("{}/", server.base()))
+                .max_pages(10),
+        )
+        .await;
     assert_eq!(s.outcome, Outcome::Finished);
-    let got = db::read(&path);
+    let got = store.read(path).await;
     assert_eq!(got.fetched.len(), 10);
     assert!(got.skipped.values().any(|r| r == "max-pages"));
     let hits: usize = server
@@ -81,16 +80,17 @@ async fn max_pages_and_max_depth() {
         .sum();
     assert_eq!(hits, 10);
 
-    let path = dir.path().join("depth.db");
-    crawl(
-        Crawler::builder()
-            .db(&path)
-            .seed(format!("{}/", server.base()))
-            .concurrency(1)
-            .max_depth(1),
-    )
-    .await;
-    let got = db::read(&path);
+    let path = "depth";
+    store
+        .crawl(
+            store
+                .builder(path)
+                .seed(format!("{}/", server.base()))
+                .concurrency(1)
+                .max_depth(1),
+        )
+        .await;
+    let got = store.read(path).await;
     let expected = server.expected();
     let within: std::collections::BTreeSet<_> = expected
         .fetched
@@ -103,40 +103,39 @@ async fn max_pages_and_max_depth() {
     assert!(got.skipped.values().any(|r| r == "max-depth"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn include_and_exclude_patterns() {
+async fn include_and_exclude_patterns(store: Backend) {
     let server = SiteServer::start(support::Site::generate(&SiteSpec::small())).await;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("x.db");
-    crawl(
-        Crawler::builder()
-            .db(&path)
-            .seed(format!("{}/", server.base()))
-            .exclude(vec!["/files/".into(), r"/r/\d$".into()]),
-    )
-    .await;
-    let got = db::read(&path);
+    let path = "x";
+    store
+        .crawl(
+            store
+                .builder(path)
+                .seed(format!("{}/", server.base()))
+                .exclude(vec!["/files/".into(), r"/r/\d$".into()]),
+        )
+        .await;
+    let got = store.read(path).await;
     let base = server.base();
     assert_eq!(got.skipped[&format!("{base}/files/report.pdf")], "excluded");
     assert_eq!(got.skipped[&format!("{base}/r/3")], "excluded");
     assert_eq!(server.hit_counts().get("/files/report.pdf"), None);
 
-    let path = dir.path().join("y.db");
-    crawl(
-        Crawler::builder()
-            .db(&path)
-            .seed(format!("{base}/"))
-            .include(vec!["/p/0$".into()]),
-    )
-    .await;
-    let got = db::read(&path);
+    let path = "y";
+    store
+        .crawl(
+            store
+                .builder(path)
+                .seed(format!("{base}/"))
+                .include(vec!["/p/0$".into()]),
+        )
+        .await;
+    let got = store.read(path).await;
     let fetched: Vec<_> = got.fetched.keys().cloned().collect();
     assert_eq!(fetched, vec![format!("{base}/"), format!("{base}/p/0")]);
     assert_eq!(got.skipped[&format!("{base}/p/1")], "not-included");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn body_cap_truncates_and_other_types_are_recorded() {
+async fn body_cap_truncates_and_other_types_are_recorded(store: Backend) {
     let mut big = String::from("<html><a href=\"/first\">first</a>");
     while big.len() < 300_000 {
         big.push_str("<p>padding padding padding padding padding padding</p>\n");
@@ -172,16 +171,16 @@ async fn body_cap_truncates_and_other_types_are_recorded() {
             }),
         );
     let server = Adhoc::start(app).await;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("cap.db");
-    crawl(
-        Crawler::builder()
-            .db(&path)
-            .seed(format!("{}/", server.base))
-            .max_body(64 * 1024),
-    )
-    .await;
-    let conn = rusqlite::Connection::open(&path).unwrap();
+    let path = "cap";
+    store
+        .crawl(
+            store
+                .builder(path)
+                .seed(format!("{}/", server.base))
+                .max_body(64 * 1024),
+        )
+        .await;
+    let conn = rusqlite::Connection::open(store.db(path).await).unwrap();
     let row = |p: &str| -> (i64, Option<i64>, Option<String>, i64) {
         conn.query_row(
             "SELECT state, size, content_type, coalesce(truncated, 0) FROM urls WHERE key = ?1",
@@ -216,8 +215,7 @@ async fn body_cap_truncates_and_other_types_are_recorded() {
     assert_eq!(row("/nolen"), (1, Some(4000), None, 0));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stalled_body_times_out_and_the_crawl_ends() {
+async fn a_stalled_body_times_out_and_the_crawl_ends(store: Backend) {
     let app = Router::new()
         .route(
             "/",
@@ -241,26 +239,25 @@ async fn a_stalled_body_times_out_and_the_crawl_ends() {
             }),
         );
     let server = Adhoc::start(app).await;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("stall.db");
+    let path = "stall";
     let started = std::time::Instant::now();
-    let s = crawl(
-        Crawler::builder()
-            .db(&path)
-            .seed(format!("{}/", server.base))
-            .read_timeout(Duration::from_millis(300)),
-    )
-    .await;
+    let s = store
+        .crawl(
+            store
+                .builder(path)
+                .seed(format!("{}/", server.base))
+                .read_timeout(Duration::from_millis(300)),
+        )
+        .await;
     assert!(started.elapsed() < Duration::from_secs(20));
     assert_eq!(s.outcome, Outcome::Finished);
-    let got = db::read(&path);
+    let got = store.read(path).await;
     let stall = &got.fetched[&format!("{}/stall", server.base)];
     assert_eq!(stall.3.as_deref(), Some("timeout"));
     assert_eq!(got.fetched[&format!("{}/ok", server.base)].2, 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_huge_fan_out_spills_to_disk_and_never_deadlocks() {
+async fn a_huge_fan_out_spills_to_disk_and_never_deadlocks(store: Backend) {
     // One page linking to 10,000 others: more than twice the in-memory queue of a host,
     // with one worker and a one-slot channel.
     const N: usize = 10_000;
@@ -272,44 +269,53 @@ async fn a_huge_fan_out_spills_to_disk_and_never_deadlocks() {
         .route("/", get(move || async move { Html(hub) }))
         .route("/n/{i}", get(|| async { Html("<a href=\"/\">home</a>") }));
     let server = Adhoc::start(app).await;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("fan.db");
-    let s = crawl(
-        Crawler::builder()
-            .db(&path)
-            .seed(format!("{}/", server.base))
-            .concurrency(1)
-            .per_host(1),
-    )
-    .await;
+    let path = "fan";
+    let s = store
+        .crawl(
+            store
+                .builder(path)
+                .seed(format!("{}/", server.base))
+                .concurrency(1)
+                .per_host(1),
+        )
+        .await;
     assert_eq!(s.outcome, Outcome::Finished);
     assert_eq!(s.run.pages as usize, N + 1);
-    let got = db::read(&path);
+    let got = store.read(path).await;
     assert_eq!(got.fetched.len(), N + 1);
     assert!(got.duplicate_keys.is_empty());
     assert!(got.queued.is_empty());
-    let spill: i64 = rusqlite::Connection::open(&path)
+    let spill: i64 = rusqlite::Connection::open(store.db(path).await)
         .unwrap()
         .query_row("SELECT count(*) FROM spill", [], |r| r.get(0))
         .unwrap();
     assert_eq!(spill, 0, "every spilled URL was read back");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_link_filter_decides_per_url() {
+async fn a_link_filter_decides_per_url(store: Backend) {
     let server = SiteServer::start(support::Site::generate(&SiteSpec::small())).await;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("filter.db");
-    crawl(
-        Crawler::builder()
-            .db(&path)
-            .seed(format!("{}/", server.base()))
-            .follow_if(|url| !url.path().starts_with("/files/") && url.path() != "/p/1"),
-    )
-    .await;
-    let got = db::read(&path);
+    let path = "filter";
+    store
+        .crawl(
+            store
+                .builder(path)
+                .seed(format!("{}/", server.base()))
+                .follow_if(|url| !url.path().starts_with("/files/") && url.path() != "/p/1"),
+        )
+        .await;
+    let got = store.read(path).await;
     let base = server.base();
     assert_eq!(got.skipped[&format!("{base}/files/report.pdf")], "filtered");
     assert_eq!(got.skipped[&format!("{base}/p/1")], "filtered");
     assert_eq!(server.hit_counts().get("/files/report.pdf"), None);
 }
+
+both_stores!(
+    per_host_limit_holds_and_concurrency_caps_all,
+    max_pages_and_max_depth,
+    include_and_exclude_patterns,
+    body_cap_truncates_and_other_types_are_recorded,
+    a_stalled_body_times_out_and_the_crawl_ends,
+    a_huge_fan_out_spills_to_disk_and_never_deadlocks,
+    a_link_filter_decides_per_url
+);

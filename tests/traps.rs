@@ -9,8 +9,8 @@ use axum::response::{Html, IntoResponse};
 use axum::routing::get;
 use axum::Router;
 use support::adhoc::Adhoc;
-use support::run::crawl;
-use trawl::{Crawler, Outcome};
+use support::backend::{both_stores, Backend};
+use trawl::Outcome;
 
 fn query<T: rusqlite::types::FromSql>(db: &std::path::Path, sql: &str, key: &str) -> T {
     rusqlite::Connection::open(db)
@@ -30,8 +30,7 @@ fn reasons(db: &std::path::Path) -> std::collections::BTreeMap<String, i64> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn endless_calendars_and_nesting_paths_end_within_the_limits() {
+async fn endless_calendars_and_nesting_paths_end_within_the_limits(store: Backend) {
     let app = Router::new()
         .route(
             "/",
@@ -52,18 +51,18 @@ async fn endless_calendars_and_nesting_paths_end_within_the_limits() {
             get(|| async { Html("<a href=more/>more</a>") }),
         );
     let server = Adhoc::start(app).await;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("traps.db");
-    let s = crawl(
-        Crawler::builder()
-            .db(&path)
-            .seed(format!("{}/", server.base))
-            .ignore_robots(true)
-            .max_pages_per_host(60),
-    )
-    .await;
+    let path = "traps";
+    let s = store
+        .crawl(
+            store
+                .builder(path)
+                .seed(format!("{}/", server.base))
+                .ignore_robots(true)
+                .max_pages_per_host(60),
+        )
+        .await;
     assert_eq!(s.outcome, Outcome::Finished);
-    let r = reasons(&path);
+    let r = reasons(&store.db(path).await);
     assert_eq!(r.get("repeated-segment"), Some(&1), "{r:?}");
     assert_eq!(r.get("max-pages-per-host"), Some(&1), "{r:?}");
     assert_eq!(s.run.pages, 60);
@@ -76,8 +75,7 @@ async fn endless_calendars_and_nesting_paths_end_within_the_limits() {
     assert_eq!(deep, 4);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn nofollow_pages_record_edges_but_discover_nothing() {
+async fn nofollow_pages_record_edges_but_discover_nothing(store: Backend) {
     let app = Router::new()
         .route(
             "/",
@@ -108,16 +106,16 @@ async fn nofollow_pages_record_edges_but_discover_nothing() {
         .route("/only-nf", get(|| async { Html("never") }))
         .route("/only-xr", get(|| async { Html("never") }));
     let server = Adhoc::start(app).await;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("nf.db");
-    crawl(
-        Crawler::builder()
-            .db(&path)
-            .seed(format!("{}/", server.base))
-            .ignore_robots(true)
-            .concurrency(1),
-    )
-    .await;
+    let path = "nf";
+    store
+        .crawl(
+            store
+                .builder(path)
+                .seed(format!("{}/", server.base))
+                .ignore_robots(true)
+                .concurrency(1),
+        )
+        .await;
     let b = &server.base;
     assert!(server.hits("/only-nf").is_empty());
     assert!(server.hits("/only-xr").is_empty());
@@ -126,34 +124,34 @@ async fn nofollow_pages_record_edges_but_discover_nothing() {
         1,
         "revived by a followed link"
     );
+    let db = store.db(path).await;
     let reason: Option<String> = query(
-        &path,
+        &db,
         "SELECT skip_reason FROM urls WHERE key = ?1",
         &format!("{b}/only-nf"),
     );
     assert_eq!(reason.as_deref(), Some("nofollow"));
     let nofollow_edges: i64 = query(
-        &path,
+        &db,
         "SELECT count(*) FROM edges e JOIN urls s ON s.id = e.src WHERE s.key = ?1 AND e.nofollow = 1",
         &format!("{b}/nf"),
     );
     assert_eq!(nofollow_edges, 2);
     let noindex: Option<i64> = query(
-        &path,
+        &db,
         "SELECT noindex FROM urls WHERE key = ?1",
         &format!("{b}/nf"),
     );
     assert_eq!(noindex, Some(1));
     let state: i64 = query(
-        &path,
+        &db,
         "SELECT state FROM urls WHERE key = ?1",
         &format!("{b}/revive"),
     );
     assert_eq!(state, 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn session_ids_do_not_multiply_a_page() {
+async fn session_ids_do_not_multiply_a_page(store: Backend) {
     let app = Router::new()
         .route(
             "/",
@@ -163,15 +161,15 @@ async fn session_ids_do_not_multiply_a_page() {
         )
         .route("/s", get(|| async { Html("s") }));
     let server = Adhoc::start(app).await;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("sid.db");
-    crawl(
-        Crawler::builder()
-            .db(&path)
-            .seed(format!("{}/", server.base))
-            .ignore_robots(true),
-    )
-    .await;
+    let path = "sid";
+    store
+        .crawl(
+            store
+                .builder(path)
+                .seed(format!("{}/", server.base))
+                .ignore_robots(true),
+        )
+        .await;
     let fetched: Vec<String> = server
         .all()
         .into_iter()
@@ -180,6 +178,16 @@ async fn session_ids_do_not_multiply_a_page() {
         .collect();
     // One fetch for /s (whichever spelling came first) and one for /s?page=2.
     assert_eq!(fetched.len(), 3, "{fetched:?}");
-    let keys: i64 = query(&path, "SELECT count(*) FROM urls WHERE key LIKE ?1", "%/s%");
+    let keys: i64 = query(
+        &store.db(path).await,
+        "SELECT count(*) FROM urls WHERE key LIKE ?1",
+        "%/s%",
+    );
     assert_eq!(keys, 2);
 }
+
+both_stores!(
+    endless_calendars_and_nesting_paths_end_within_the_limits,
+    nofollow_pages_record_edges_but_discover_nothing,
+    session_ids_do_not_multiply_a_page
+);

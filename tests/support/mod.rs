@@ -2,7 +2,7 @@
 //! local server for it with an access log ([`server`]).
 //!
 //! Each test binary that says `mod support;` compiles all of this and uses only part of it.
-#![allow(dead_code, unused_imports)]
+#![allow(dead_code, unused_imports, unused_macros)]
 
 pub mod adhoc;
 pub mod backend;

@@ -152,16 +152,20 @@ pub struct RedisStore {
     /// The WARC records of a page are written before its result is stored.
     barrier: Option<Arc<CommitBarrier>>,
     dispatch: tokio::sync::Mutex<Dispatch>,
+    /// Hosts not to ask before then: paused, inside their spacing, or empty or at their
+    /// limit when last asked (until this process frees one of their slots).
+    not_before: DashMap<String, Instant>,
     /// How long `wait` sleeps next.
     idle: Mutex<Duration>,
+    /// This process finished a URL: a slot of its host is free.
+    freed: tokio::sync::Notify,
     process: Process,
 }
 
-/// The dispatcher's view of the hosts: which to ask next, and which not before when.
+/// The dispatcher's view of the hosts: which to ask, and where the last round stopped.
 struct Dispatch {
     hosts: Vec<String>,
     hosts_read: Option<Instant>,
-    not_before: HashMap<String, Instant>,
     start: usize,
 }
 
@@ -204,12 +208,22 @@ impl RedisStore {
             dispatch: tokio::sync::Mutex::new(Dispatch {
                 hosts: Vec::new(),
                 hosts_read: None,
-                not_before: HashMap::new(),
                 start: 0,
             }),
+            not_before: DashMap::new(),
             idle: Mutex::new(IDLE_MIN),
+            freed: tokio::sync::Notify::new(),
             process,
         }
+    }
+
+    /// This process is done with a URL of `host` (stored, retried, skipped, given back):
+    /// the host may have room again, so the dispatcher need not wait out its idle time.
+    fn finished_one(&self, host: &str, key: &str) {
+        self.held.remove(key);
+        self.not_before.remove(host);
+        *self.idle.lock().unwrap_or_else(|p| p.into_inner()) = IDLE_MIN;
+        self.freed.notify_one();
     }
 
     fn interval_of(&self, host: &str) -> Duration {
@@ -331,7 +345,7 @@ impl RedisStore {
                 break;
             }
             let host = d.hosts[(d.start + i) % n].clone();
-            if d.not_before.get(&host).is_some_and(|t| *t > now) {
+            if self.not_before.get(&host).is_some_and(|t| *t > now) {
                 continue;
             }
             let interval = self.interval_of(&host);
@@ -348,11 +362,11 @@ impl RedisStore {
                 );
             }
             if !taken.wait.is_zero() {
-                d.not_before.insert(host, now + taken.wait);
+                self.not_before.insert(host, now + taken.wait);
             } else if taken.leases.is_empty() {
                 // Empty or at its limit: ask again after the current idle wait rather
                 // than on every pass over the other hosts.
-                d.not_before.insert(host, now + idle);
+                self.not_before.insert(host, now + idle);
             }
             for lease in taken.leases {
                 self.held.insert(lease.key.clone(), lease.host.clone());
@@ -397,12 +411,16 @@ impl Store for RedisStore {
     }
 
     async fn wait(&self, until: Option<Instant>) {
+        // Other processes' changes are seen by polling, this process's own at once.
         let idle = *self.idle.lock().unwrap_or_else(|p| p.into_inner());
         let mut at = Instant::now() + idle;
         if let Some(t) = until {
             at = at.min(t);
         }
-        tokio::time::sleep_until(at.into()).await;
+        tokio::select! {
+            _ = tokio::time::sleep_until(at.into()) => {}
+            _ = self.freed.notified() => {}
+        }
     }
 
     async fn is_drained(&self) -> Result<bool, Error> {
@@ -426,7 +444,7 @@ impl Store for RedisStore {
     async fn retry(&self, job: Job<Self>, at: Instant) -> Result<(), Error> {
         let delay = at.saturating_duration_since(Instant::now());
         self.queue.retry(&job.ticket, delay).await?;
-        self.held.remove(&job.ticket.key);
+        self.finished_one(&job.ticket.host, &job.ticket.key);
         Ok(())
     }
 
@@ -446,7 +464,8 @@ impl Store for RedisStore {
             edges,
         });
         self.queue.complete(&lease, &result, edges.as_ref()).await?;
-        self.held.remove(&lease.key);
+        crate::failpoint::hit(crate::failpoint::Point::AfterCommit);
+        self.finished_one(&lease.host, &lease.key);
         Ok(())
     }
 
@@ -455,13 +474,13 @@ impl Store for RedisStore {
         self.queue
             .release(&lease.host, std::slice::from_ref(&lease.key))
             .await?;
-        self.held.remove(&lease.key);
+        self.finished_one(&lease.host, &lease.key);
         Ok(())
     }
 
     async fn skip(&self, job: Job<Self>, reason: SkipReason) -> Result<(), Error> {
         self.queue.skip(&job.ticket, reason.as_str()).await?;
-        self.held.remove(&job.ticket.key);
+        self.finished_one(&job.ticket.host, &job.ticket.key);
         Ok(())
     }
 
