@@ -18,7 +18,8 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::Value;
 use support::adhoc::Adhoc;
-use support::run::{crawl, fetched, trawl_output as trawl};
+use support::backend::{both_stores, Backend};
+use support::run::trawl_output as trawl;
 use support::{SiteServer, SiteSpec};
 
 /// Reads a WARC file with warcio (digests checked, a bad one raises) and, separately,
@@ -241,21 +242,20 @@ fn db_fetched_urls(db: &Path) -> BTreeMap<String, i64> {
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_exchange_is_a_linked_pair_with_the_bytes_served() {
+async fn every_exchange_is_a_linked_pair_with_the_bytes_served(store: Backend) {
     let server = SiteServer::start(support::Site::generate(&SiteSpec::small())).await;
     let base = server.base();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("site.db");
-    let warc = dir.path().join("site.warc.gz");
-    crawl(
-        trawl::Crawler::builder()
-            .db(&db)
-            .seed(format!("{base}/"))
-            .concurrency(4)
-            .warc(warc.clone()),
-    )
-    .await;
+    let db = "site";
+    let warc = store.dir().join("site.warc.gz");
+    store
+        .crawl(
+            store
+                .builder(db)
+                .seed(format!("{base}/"))
+                .concurrency(4)
+                .warc(warc.clone()),
+        )
+        .await;
     let file = read_warc(&warc);
     file.assert_linked();
     assert_eq!(
@@ -271,7 +271,7 @@ async fn every_exchange_is_a_linked_pair_with_the_bytes_served() {
     // plus the host's robots.txt and sitemap probe.
     let hits = server.hit_counts();
     let responses = file.responses();
-    let mut pages: BTreeSet<String> = db_fetched_urls(&db).into_keys().collect();
+    let mut pages: BTreeSet<String> = db_fetched_urls(&store.db(db).await).into_keys().collect();
     pages.insert(format!("{base}/robots.txt"));
     pages.insert(format!("{base}/sitemap.xml"));
     assert_eq!(responses.keys().cloned().collect::<BTreeSet<_>>(), pages);
@@ -341,8 +341,7 @@ async fn every_exchange_is_a_linked_pair_with_the_bytes_served() {
 
 /// A body cut at max-body, a gzip-encoded one (stored decoded), a chunked one, a slow one
 /// cut by the read timeout.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bodies_are_recorded_decoded_and_truncation_is_marked() {
+async fn bodies_are_recorded_decoded_and_truncation_is_marked(store: Backend) {
     let big = "<html><body>".to_owned() + &"x".repeat(5000) + "</body></html>";
     let page =
         "<html><body><a href=/big>b</a><a href=/gz>g</a><a href=/chunked>c</a></body></html>";
@@ -390,17 +389,17 @@ async fn bodies_are_recorded_decoded_and_truncation_is_marked() {
             }),
         );
     let site = Adhoc::start(app).await;
-    let dir = tempfile::tempdir().unwrap();
-    let warc = dir.path().join("w.warc.gz");
-    crawl(
-        trawl::Crawler::builder()
-            .db(dir.path().join("w.db"))
-            .seed(format!("{}/", site.base))
-            .max_body(2048)
-            .sitemaps(false)
-            .warc(warc.clone()),
-    )
-    .await;
+    let warc = store.dir().join("w.warc.gz");
+    store
+        .crawl(
+            store
+                .builder("w")
+                .seed(format!("{}/", site.base))
+                .max_body(2048)
+                .sitemaps(false)
+                .warc(warc.clone()),
+        )
+        .await;
     let file = read_warc(&warc);
     file.assert_linked();
     let responses = file.responses();
@@ -473,8 +472,7 @@ fn unusable_paths_are_refused_before_anything_is_written() {
 /// then resume with the same --warc: the file is cut back to its last complete record and
 /// appended to; every page the database holds as fetched has its records, and no
 /// exchange is recorded that the server did not serve.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn resume_appends_to_the_same_file_and_loses_no_committed_page() {
+async fn resume_appends_to_the_same_file_and_loses_no_committed_page(store: Backend) {
     let server = SiteServer::start(support::Site::generate(&SiteSpec {
         seed: 3,
         pages: 200,
@@ -484,25 +482,26 @@ async fn resume_appends_to_the_same_file_and_loses_no_committed_page() {
     }))
     .await;
     let base = server.base();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("site.db");
-    let warc = dir.path().join("site.warc.gz");
-    let child = |db: &Path| {
+    let db = "site";
+    let host = base.trim_start_matches("http://").to_owned();
+    let warc = store.dir().join("site.warc.gz");
+    // A short lease: a killed process's URLs go back to a Redis crawl at once.
+    let child = |db: &str| {
         tokio::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
-            .args(["crawl", &format!("{base}/"), "--db"])
-            .arg(db)
+            .args(["crawl", &format!("{base}/")])
+            .args(store.args(db))
             .arg("--warc")
             .arg(&warc)
-            .args(["--concurrency", "4", "--no-progress", "-q"])
+            .args(["--concurrency", "4", "--lease", "1s", "--no-progress", "-q"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .expect("starting trawl")
     };
-    let mut first = child(&db);
+    let mut first = child(db);
     let deadline = Instant::now() + Duration::from_secs(60);
-    while fetched(&db) < 60 {
+    while store.stored(db, &host) < 60 {
         assert!(Instant::now() < deadline, "no progress");
         assert!(first.try_wait().unwrap().is_none(), "trawl exited early");
         tokio::time::sleep(Duration::from_millis(3)).await;
@@ -521,9 +520,10 @@ async fn resume_appends_to_the_same_file_and_loses_no_committed_page() {
         .unwrap()
         .write_all(&torn)
         .unwrap();
-    let committed_before: BTreeSet<String> = db_fetched_urls(&db).into_keys().collect();
+    let committed_before: BTreeSet<String> =
+        db_fetched_urls(&store.db(db).await).into_keys().collect();
 
-    let out = tokio::time::timeout(Duration::from_secs(120), child(&db).wait_with_output())
+    let out = tokio::time::timeout(Duration::from_secs(120), child(db).wait_with_output())
         .await
         .expect("the resumed crawl ends")
         .unwrap();
@@ -537,7 +537,7 @@ async fn resume_appends_to_the_same_file_and_loses_no_committed_page() {
     file.assert_linked();
     assert_eq!(file.of_kind("warcinfo").count(), 2, "one warcinfo per run");
     let responses = file.responses();
-    let pages = db_fetched_urls(&db);
+    let pages = db_fetched_urls(&store.db(db).await);
     assert_eq!(pages.len(), server.expected().fetched.len());
     for uri in pages.keys() {
         assert!(responses.contains_key(uri), "{uri} has no response record");
@@ -559,3 +559,9 @@ async fn resume_appends_to_the_same_file_and_loses_no_committed_page() {
         );
     }
 }
+
+both_stores!(
+    every_exchange_is_a_linked_pair_with_the_bytes_served,
+    bodies_are_recorded_decoded_and_truncation_is_marked,
+    resume_appends_to_the_same_file_and_loses_no_committed_page
+);
