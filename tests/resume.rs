@@ -3,15 +3,16 @@
 
 mod support;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, OpenFlags};
-use support::run::{fetched, trawl_child};
-use support::{db, SiteServer, SiteSpec};
+use support::backend::{both_stores, Backend};
+use support::run::trawl_child_with;
+use support::{SiteServer, SiteSpec};
 use tokio::process::Child;
 
 const CONCURRENCY: usize = 4;
+/// The crawl each test makes, in its own store.
+const CRAWL: &str = "resume";
 
 fn spec() -> SiteSpec {
     SiteSpec {
@@ -23,9 +24,21 @@ fn spec() -> SiteSpec {
     }
 }
 
-async fn wait_for_pages(db: &Path, n: i64, child: &mut Child) {
+/// The crawl as a child process. A short lease: a killed process's URLs go back to a Redis
+/// crawl at once (a local crawl takes them back on resume whatever the lease).
+fn child(store: &Backend, base: &str) -> Child {
+    let mut args = store.args(CRAWL);
+    args.extend(["--lease".to_string(), "1s".to_string()]);
+    trawl_child_with(base, &args, CONCURRENCY)
+}
+
+fn host(base: &str) -> String {
+    base.trim_start_matches("http://").to_owned()
+}
+
+async fn wait_for_pages(store: &Backend, base: &str, n: i64, child: &mut Child) {
     let deadline = Instant::now() + Duration::from_secs(60);
-    while fetched(db) < n {
+    while store.stored(CRAWL, &host(base)) < n {
         assert!(Instant::now() < deadline, "no progress to {n} pages");
         if let Some(status) = child.try_wait().unwrap() {
             panic!("trawl exited early with {status}");
@@ -39,10 +52,10 @@ fn signal(child: &Child, sig: i32) {
     assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
 }
 
-async fn run_to_end(base: &str, db: &Path) {
+async fn run_to_end(store: &Backend, base: &str) {
     let out = tokio::time::timeout(
         Duration::from_secs(120),
-        trawl_child(base, db, CONCURRENCY).wait_with_output(),
+        child(store, base).wait_with_output(),
     )
     .await
     .expect("the resumed crawl ends")
@@ -54,9 +67,9 @@ async fn run_to_end(base: &str, db: &Path) {
     );
 }
 
-fn assert_complete(server: &SiteServer, path: &Path, interruptions: usize) {
+async fn assert_complete(store: &Backend, server: &SiteServer, interruptions: usize) {
     let expected = server.expected();
-    let got = db::read(path);
+    let got = store.read(CRAWL).await;
     assert_eq!(got.integrity, "ok");
     assert!(got.finished, "the crawl is marked finished");
     assert!(got.duplicate_keys.is_empty(), "{:?}", got.duplicate_keys);
@@ -86,41 +99,35 @@ fn assert_complete(server: &SiteServer, path: &Path, interruptions: usize) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_9_at_several_points_then_resume() {
+async fn kill_9_at_several_points_then_resume(store: Backend) {
     let server = SiteServer::start(support::Site::generate(&spec())).await;
     let base = server.base();
     let total = server.expected().fetched.len() as i64;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("kill.db");
     // Right at the start, then early, middle and late in the crawl.
     let points = [0, total / 10, total / 3, total / 2, total * 4 / 5];
     for &at in &points {
-        let mut child = trawl_child(&base, &path, CONCURRENCY);
+        let mut child = child(&store, &base);
         if at == 0 {
             tokio::time::sleep(Duration::from_millis(30)).await;
         } else {
-            wait_for_pages(&path, at, &mut child).await;
+            wait_for_pages(&store, &base, at, &mut child).await;
         }
         signal(&child, libc::SIGKILL);
         let status = child.wait().await.unwrap();
         assert!(!status.success());
-        // Between runs the file is sound.
-        assert_eq!(db::integrity(&path).as_deref().unwrap_or("ok"), "ok");
+        // Between runs the store is sound.
+        store.assert_sound(CRAWL).await;
     }
-    run_to_end(&base, &path).await;
-    assert_complete(&server, &path, points.len());
+    run_to_end(&store, &base).await;
+    assert_complete(&store, &server, points.len()).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ctrl_c_once_stops_cleanly_and_resumes() {
+async fn ctrl_c_once_stops_cleanly_and_resumes(store: Backend) {
     let server = SiteServer::start(support::Site::generate(&spec())).await;
     let base = server.base();
     let total = server.expected().fetched.len() as i64;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("int.db");
-    let mut child = trawl_child(&base, &path, CONCURRENCY);
-    wait_for_pages(&path, total / 3, &mut child).await;
+    let mut child = child(&store, &base);
+    wait_for_pages(&store, &base, total / 3, &mut child).await;
     signal(&child, libc::SIGINT);
     let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
         .await
@@ -132,27 +139,20 @@ async fn ctrl_c_once_stops_cleanly_and_resumes() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let got = db::read(&path);
+    let got = store.read(CRAWL).await;
     assert!(!got.finished);
     assert!(!got.queued.is_empty(), "stopped before the end");
-    let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
-    let pid: Option<i64> = conn
-        .query_row("SELECT running_pid FROM crawl", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(pid, None, "a clean stop clears the running pid");
-    run_to_end(&base, &path).await;
-    assert_complete(&server, &path, 1);
+    store.assert_released(CRAWL, &host(&base));
+    run_to_end(&store, &base).await;
+    assert_complete(&store, &server, 1).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ctrl_c_twice_exits_at_once_and_resumes() {
+async fn ctrl_c_twice_exits_at_once_and_resumes(store: Backend) {
     let server = SiteServer::start(support::Site::generate(&spec())).await;
     let base = server.base();
     let total = server.expected().fetched.len() as i64;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("int2.db");
-    let mut child = trawl_child(&base, &path, CONCURRENCY);
-    wait_for_pages(&path, total / 3, &mut child).await;
+    let mut child = child(&store, &base);
+    wait_for_pages(&store, &base, total / 3, &mut child).await;
     signal(&child, libc::SIGINT);
     tokio::time::sleep(Duration::from_millis(5)).await;
     signal(&child, libc::SIGINT);
@@ -161,24 +161,24 @@ async fn ctrl_c_twice_exits_at_once_and_resumes() {
         .expect("exits at once")
         .unwrap();
     assert_eq!(status.code(), Some(130));
-    assert_eq!(db::read(&path).integrity, "ok");
-    run_to_end(&base, &path).await;
-    assert_complete(&server, &path, 1);
+    store.assert_sound(CRAWL).await;
+    run_to_end(&store, &base).await;
+    assert_complete(&store, &server, 1).await;
 }
 
 /// Abort at a chosen point (see `trawl::failpoint`), then resume; the result must be the
 /// uninterrupted crawl's, with at most the concurrency of repeated fetches.
-async fn crash_at(point: &str) {
+async fn crash_at(store: &Backend, point: &str) {
     let server = SiteServer::start(support::Site::generate(&spec())).await;
     let base = server.base();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("fp.db");
     let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
-        .args(["crawl", &format!("{base}/"), "--db"])
-        .arg(&path)
+        .args(["crawl", &format!("{base}/")])
+        .args(store.args(CRAWL))
         .args([
             "--concurrency",
             &CONCURRENCY.to_string(),
+            "--lease",
+            "1s",
             "--no-progress",
             "-q",
         ])
@@ -192,18 +192,23 @@ async fn crash_at(point: &str) {
         Some(libc::SIGABRT),
         "aborted at {point}"
     );
-    let crashed = db::read_partial(&path);
-    assert_eq!(crashed, "ok", "the file is sound after the abort");
-    run_to_end(&base, &path).await;
-    assert_complete(&server, &path, 1);
+    store.assert_sound(CRAWL).await;
+    run_to_end(store, &base).await;
+    assert_complete(store, &server, 1).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn crash_after_a_fetch_before_its_commit() {
-    crash_at("after-fetch:40").await;
+async fn crash_after_a_fetch_before_its_commit(store: Backend) {
+    crash_at(&store, "after-fetch:40").await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn crash_just_after_a_commit() {
-    crash_at("after-commit:6").await;
+async fn crash_just_after_a_commit(store: Backend) {
+    crash_at(&store, "after-commit:6").await;
 }
+
+both_stores!(
+    kill_9_at_several_points_then_resume,
+    ctrl_c_once_stops_cleanly_and_resumes,
+    ctrl_c_twice_exits_at_once_and_resumes,
+    crash_after_a_fetch_before_its_commit,
+    crash_just_after_a_commit,
+);

@@ -22,9 +22,16 @@ pub async fn crawl(builder: CrawlerBuilder) -> trawl::Summary {
 
 /// `trawl crawl BASE/ --db DB --concurrency N` as a child process, output discarded.
 pub fn trawl_child(base: &str, db: &Path, concurrency: usize) -> Child {
+    let args = ["--db".to_string(), db.display().to_string()];
+    trawl_child_with(base, &args, concurrency)
+}
+
+/// `trawl crawl BASE/ ARGS... --concurrency N` as a child process, output discarded: `ARGS`
+/// name the crawl (`--db FILE`, or `--store URL --crawl-id NAME`).
+pub fn trawl_child_with(base: &str, args: &[String], concurrency: usize) -> Child {
     Command::new(env!("CARGO_BIN_EXE_trawl"))
-        .args(["crawl", &format!("{base}/"), "--db"])
-        .arg(db)
+        .args(["crawl", &format!("{base}/")])
+        .args(args)
         .args([
             "--concurrency",
             &concurrency.to_string(),
