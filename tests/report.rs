@@ -7,22 +7,39 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use support::{Expected, SiteServer};
+use support::backend::{both_stores, Backend};
+use support::check::assert_matches;
+use support::{Expected, SiteServer, SiteSpec};
 use trawl::report::{Kind, OutputFormat};
 use trawl::store::{OpenMode, SqliteStore};
 
 struct Crawled {
-    dir: tempfile::TempDir,
+    /// Where the test may write files of its own.
+    dir: PathBuf,
+    /// The crawl as a SQLite file (a Redis crawl's copy).
     db: PathBuf,
     base: String,
     expected: Expected,
     _server: SiteServer,
 }
 
-async fn crawl() -> Crawled {
-    let (server, dir, db, expected) = support::run::crawl_small_site().await;
+/// The small generated site crawled with four workers; the edge set is checked against the
+/// generator's before it is returned.
+async fn crawl(store: &Backend) -> Crawled {
+    let server = SiteServer::start(support::Site::generate(&SiteSpec::small())).await;
+    store
+        .crawl(
+            store
+                .builder("site")
+                .seed(format!("{}/", server.base()))
+                .concurrency(4),
+        )
+        .await;
+    let expected = server.expected();
+    let db = store.db("site").await;
+    assert_matches(&expected, &support::db::read(&db), false);
     Crawled {
-        dir,
+        dir: store.dir().to_owned(),
         db,
         base: server.base(),
         expected,
@@ -66,9 +83,8 @@ fn text(v: &Value) -> String {
         .to_owned()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn broken_lists_each_linking_page() {
-    let c = crawl().await;
+async fn broken_lists_each_linking_page(store: Backend) {
+    let c = crawl(&store).await;
     let k = keys(&c.db);
     let rows = report(&c.db, Kind::Broken, None);
     for (path, status) in [("/missing", 404), ("/gone", 410)] {
@@ -105,9 +121,8 @@ async fn broken_lists_each_linking_page() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redirects_show_chains_and_loops() {
-    let c = crawl().await;
+async fn redirects_show_chains_and_loops(store: Backend) {
+    let c = crawl(&store).await;
     let rows = report(&c.db, Kind::Redirects, None);
     let b = &c.base;
     let chain = rows
@@ -137,9 +152,8 @@ async fn redirects_show_chains_and_loops() {
     assert_eq!(rows.len(), 2, "{rows:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn depth_matches_the_generator() {
-    let c = crawl().await;
+async fn depth_matches_the_generator(store: Backend) {
+    let c = crawl(&store).await;
     let rows = report(&c.db, Kind::Depth, None);
     let mut want: BTreeMap<i64, i64> = BTreeMap::new();
     for page in c.expected.fetched.values() {
@@ -178,9 +192,8 @@ async fn depth_matches_the_generator() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn top_ranks_by_distinct_linking_pages() {
-    let c = crawl().await;
+async fn top_ranks_by_distinct_linking_pages(store: Backend) {
+    let c = crawl(&store).await;
     let k = keys(&c.db);
     let mut sources: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for (from, to, kind) in c.expected.edges.keys() {
@@ -211,13 +224,12 @@ async fn top_ranks_by_distinct_linking_pages() {
     assert!(pr > 1.0 / pages as f64, "{pr}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn orphans_are_urls_only_a_sitemap_links_to() {
-    let c = crawl().await;
+async fn orphans_are_urls_only_a_sitemap_links_to(store: Backend) {
+    let c = crawl(&store).await;
     assert!(report(&c.db, Kind::Orphans, None).is_empty());
 
     // A copy with a URL only a sitemap lists, and one a page links to as well.
-    let copy = c.dir.path().join("copy.db");
+    let copy = c.dir.join("copy.db");
     {
         let conn = rusqlite::Connection::open(&c.db).unwrap();
         conn.execute("VACUUM INTO ?1", [copy.to_str().unwrap()])
@@ -242,9 +254,8 @@ async fn orphans_are_urls_only_a_sitemap_links_to() {
     assert_eq!(urls, [orphan]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn summary_counts_match_the_file() {
-    let c = crawl().await;
+async fn summary_counts_match_the_file(store: Backend) {
+    let c = crawl(&store).await;
     let got = support::db::read(&c.db);
     let rows = report(&c.db, Kind::Summary, None);
     let section = |name: &str| -> BTreeMap<String, Value> {
@@ -297,13 +308,13 @@ async fn summary_counts_match_the_file() {
     assert_eq!(html, want_html);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cli_prints_tables_csv_and_json() {
-    let c = crawl().await;
+async fn cli_prints_tables_csv_and_json(store: Backend) {
+    let c = crawl(&store).await;
     let run = |args: &[&str]| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
-            .current_dir(c.dir.path())
-            .args(["report", "--db", "site.db"])
+            .current_dir(&c.dir)
+            .arg("report")
+            .args(store.args("site"))
             .args(args)
             .output()
             .unwrap();
@@ -337,9 +348,19 @@ async fn cli_prints_tables_csv_and_json() {
     assert!(lines[1..].iter().all(|l| l.len() == width), "{table}");
 
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
-        .current_dir(c.dir.path())
+        .current_dir(&c.dir)
         .args(["report", "--db", "missing.db", "summary"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+both_stores!(
+    broken_lists_each_linking_page,
+    redirects_show_chains_and_loops,
+    depth_matches_the_generator,
+    top_ranks_by_distinct_linking_pages,
+    orphans_are_urls_only_a_sitemap_links_to,
+    summary_counts_match_the_file,
+    cli_prints_tables_csv_and_json
+);
