@@ -13,7 +13,7 @@ use url::Url;
 
 use crate::extract::Link;
 use crate::link::LinkKind;
-use crate::page::ErrorKind;
+use crate::result::ErrorKind;
 use crate::traps::{strip_session_ids, Traps};
 pub use crate::url_norm::SkipReason;
 use crate::url_norm::{canonical_key_into, key_hash, Scope};

@@ -180,6 +180,16 @@ pub fn fallback() -> &'static Encoding {
     WINDOWS_1252
 }
 
+/// The `charset` parameter of a Content-Type.
+pub fn charset_of(content_type: &str) -> Option<&str> {
+    content_type.split(';').skip(1).find_map(|p| {
+        let (k, v) = p.split_once('=')?;
+        k.trim()
+            .eq_ignore_ascii_case("charset")
+            .then(|| v.trim().trim_matches('"'))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,5 +252,14 @@ mod tests {
         assert_eq!(String::from_utf8(out).unwrap(), "<a href=/ü>");
         assert_eq!(for_extractor(UTF_16LE), ("UTF-8", true));
         assert_eq!(for_extractor(SHIFT_JIS), ("Shift_JIS", false));
+    }
+
+    #[test]
+    fn charset_parameter() {
+        assert_eq!(
+            charset_of("text/html; Charset=\"Shift_JIS\""),
+            Some("Shift_JIS")
+        );
+        assert_eq!(charset_of("text/html"), None);
     }
 }

@@ -40,17 +40,6 @@ pub enum Error {
         /// The database path.
         db: String,
     },
-    /// The directory for the visited set's overflow files is unusable.
-    #[error(
-        "cannot create the visited set's overflow files in {dir}: {source}; make the directory \
-         writable, or set visited-memory = 0 to keep every URL in memory"
-    )]
-    VisitedDir {
-        /// The directory (the database's).
-        dir: String,
-        /// Why.
-        source: std::io::Error,
-    },
     /// A bug in trawl.
     #[error("internal error: {0}; please report it")]
     Internal(String),
@@ -65,7 +54,7 @@ impl Error {
             Error::Store(e) => e.is_usage(),
             // Writing failed mid-crawl; every other WARC error is about the path given.
             Error::Warc(e) => !matches!(e, WarcError::Write { .. }),
-            Error::Fetch(_) | Error::Metrics(_) | Error::VisitedDir { .. } => true,
+            Error::Fetch(_) | Error::Metrics(_) => true,
             Error::Distributed(e) => e.is_usage(),
             Error::Internal(_) => false,
         }

@@ -21,8 +21,9 @@ use bytes::Bytes;
 use reqwest::header::HeaderMap;
 use url::Url;
 
-use crate::link::LinkKind;
-use crate::page::{Extras, PageResult};
+pub use crate::link::Outlink;
+use crate::page::Extras;
+use crate::result::PageResult;
 
 /// One fetched URL and what came of it: what page events deliver and page hooks see.
 #[derive(Debug, Clone)]
@@ -50,19 +51,6 @@ impl Page {
             body: extras.body.map(|b| b.freeze()),
         }
     }
-}
-
-/// One link out of a page.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outlink {
-    /// Absolute URL, fragment removed.
-    pub url: Url,
-    /// The element or event that made it.
-    pub kind: LinkKind,
-    /// `rel=nofollow`, or the page said nofollow.
-    pub nofollow: bool,
-    /// The link's text (for `<a>`).
-    pub anchor: Option<String>,
 }
 
 /// The receiving end: pages as they finish.

@@ -10,13 +10,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use reqwest::cookie::CookieStore;
 use reqwest::header::{
-    HeaderMap, HeaderValue, ACCEPT, ACCEPT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, COOKIE,
-    LOCATION, USER_AGENT,
+    HeaderMap, HeaderValue, ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE, COOKIE, LOCATION, USER_AGENT,
 };
 use reqwest::{Client, StatusCode};
 use url::Url;
 
-use crate::page::ErrorKind;
+use crate::result::ErrorKind;
 
 use std::sync::Arc;
 
@@ -304,7 +303,7 @@ impl Response {
 
     /// `Content-Length` as announced (before any decompression).
     pub fn content_length(&self) -> Option<u64> {
-        declared_length(self.headers())
+        crate::warc::declared_length(self.headers())
     }
 
     /// `Location`, if present and readable.
@@ -356,17 +355,6 @@ impl Response {
         }
         Ok(())
     }
-}
-
-/// The `Content-Length` of `headers`, when present and a number.
-pub(crate) fn declared_length(headers: &HeaderMap) -> Option<u64> {
-    headers
-        .get(CONTENT_LENGTH)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
 }
 
 impl Response {

@@ -30,8 +30,8 @@
 //!   shared politeness, Lua scripts, a copy into SQLite for export and reports).
 //! - [`admit`]: the admission rules and the planning of links, redirects, sitemap entries
 //!   and seeds into candidates, shared by both stores.
-//! - [`page`]: reading one response (fetch, charset, streaming extraction, robots meta)
-//!   and [`page::PageResult`], the one result type of a page.
+//! - [`page`]: reading one response (fetch, charset, streaming extraction, robots meta).
+//! - [`result`]: [`PageResult`], the one result type of a page, and [`ErrorKind`].
 //! - [`events`]: fetched pages delivered to the library user, with backpressure; the same
 //!   [`Page`] the page hook sees.
 //! - [`politeness`]: what trawl asks of each host before fetching from it: robots.txt,
@@ -55,6 +55,8 @@
 //! - [`metrics`]: the counters in Prometheus text format, served while a crawl runs.
 //! - [`link`]: link kinds shared by all of the above.
 //! - [`stats`]: run counters for progress and the summary.
+//! - [`live`]: a live view of a running crawl (its counters and the store's), for progress
+//!   displays and the metrics endpoint.
 //! - [`failpoint`]: crash points for tests (`TRAWL_FAILPOINT`).
 
 #![warn(missing_docs)]
@@ -72,11 +74,13 @@ pub mod extract;
 pub mod failpoint;
 pub mod fetch;
 pub mod link;
+pub mod live;
 pub mod metrics;
 pub mod page;
 pub mod politeness;
 pub mod proxy;
 pub mod report;
+pub mod result;
 pub mod retry;
 pub mod sitemap;
 pub mod stats;
@@ -91,7 +95,7 @@ pub use crawler::{Crawler, CrawlerBuilder, Outcome, Progress, ProgressSnapshot, 
 pub use error::Error;
 pub use events::Page;
 pub use link::LinkKind;
-pub use page::{ErrorKind, PageResult};
+pub use result::{ErrorKind, PageResult};
 pub use url_norm::ScopeMode;
 
 /// Result with the library's [`Error`].

@@ -4,6 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use url::Url;
+
 /// Why one URL points at another. Stored as a small integer code in `edges.kind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum LinkKind {
@@ -80,6 +82,19 @@ impl FromStr for LinkKind {
             .find(|k| k.as_str() == s)
             .ok_or_else(|| format!("unknown link kind {s:?}"))
     }
+}
+
+/// One link out of a page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outlink {
+    /// Absolute URL, fragment removed.
+    pub url: Url,
+    /// The element or event that made it.
+    pub kind: LinkKind,
+    /// `rel=nofollow`, or the page said nofollow.
+    pub nofollow: bool,
+    /// The link's text (for `<a>`).
+    pub anchor: Option<String>,
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
-use crate::crawler::{Progress, ProgressSnapshot};
+use crate::live::{Progress, ProgressSnapshot};
 use crate::stats::LATENCY_BUCKETS_MS;
 
 /// Why the metrics endpoint could not start.

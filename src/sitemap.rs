@@ -596,7 +596,7 @@ pub struct Fetched {
 /// 2xx or is not a usable sitemap. Past [`MAX_URLS`] entries the first ones are kept.
 pub async fn fetch(fetcher: &crate::fetch::Fetcher, url: &url::Url) -> Option<Fetched> {
     let started = std::time::Instant::now();
-    let fetched_at = crate::store::now_ms();
+    let fetched_at = crate::result::now_ms();
     let mut resp = fetcher.get(url).await.ok()?;
     let status = resp.status().as_u16();
     if !(200..300).contains(&status) {

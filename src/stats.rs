@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::page::{ErrorKind, PageResult};
+use crate::result::{ErrorKind, PageResult};
 
 /// Live counters for this run.
 #[derive(Debug, Default)]

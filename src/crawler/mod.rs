@@ -14,15 +14,14 @@ use tokio_util::sync::CancellationToken;
 use url::Url;
 
 pub use self::builder::CrawlerBuilder;
-pub(crate) use self::open::StoredCrawl;
 use crate::admit::{LinkFilter, Rules};
 use crate::config::CrawlConfig;
-pub use crate::engine::progress::{Progress, ProgressSnapshot};
 use crate::engine::worker::PageHook;
 use crate::engine::{self, Run};
 pub use crate::engine::{Outcome, Summary};
 use crate::events::{EventSink, Events};
 use crate::fetch::Fetcher;
+pub use crate::live::{Progress, ProgressSnapshot};
 use crate::page::Reader;
 use crate::store::local::sqlite::SqliteStore;
 use crate::store::local::LocalStore;

@@ -9,24 +9,14 @@ use url::Url;
 
 use super::{Backend, Crawler, CrawlerBuilder};
 use crate::config::{CrawlConfig, Layers};
-use crate::engine::progress::Progress;
 use crate::fetch::Fetcher;
+use crate::live::Progress;
 use crate::store::local::sqlite::{OpenMode, SqliteStore};
 use crate::store::redis::{self as redis_store, CrawlKeys, DistError, Redis};
+use crate::store::StoredCrawl;
 use crate::url_norm::{parse_seed, Scope};
 use crate::warc::Warc;
 use crate::Error;
-
-/// What a store holds about its crawl, when it has one.
-#[derive(Debug, Clone)]
-pub struct StoredCrawl {
-    /// The configuration it started with (TOML).
-    pub config: String,
-    /// Its seeds, as stored.
-    pub seeds: Vec<String>,
-    /// It drained.
-    pub finished: bool,
-}
 
 /// The configuration and seeds a run uses.
 struct Settled {

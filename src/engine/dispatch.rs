@@ -43,7 +43,10 @@ struct Held<S: Store> {
     preparing: JoinSet<(S::Host, Result<(), Error>)>,
 }
 
-impl<S: Store> Dispatcher<S> {
+impl<S: Store> Dispatcher<S>
+where
+    Error: From<S::Error>,
+{
     /// Feed `tx` until the crawl is drained (`Ok(true)`) or stopped (`Ok(false)`).
     /// Preparations under way end with it.
     pub async fn run(self, tx: async_channel::Sender<Job<S>>) -> Result<bool, Error> {

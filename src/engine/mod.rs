@@ -5,7 +5,6 @@
 //! store they are given.
 
 pub mod dispatch;
-pub mod progress;
 pub mod worker;
 
 use std::future::Future;
@@ -14,11 +13,11 @@ use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use self::dispatch::Dispatcher;
-use self::progress::Progress;
 use self::worker::{join_pool, Failure, PageHook, Worker};
 use crate::admit::Rules;
 use crate::config::CrawlConfig;
 use crate::events::EventSink;
+use crate::live::Progress;
 use crate::page::Reader;
 use crate::politeness::hosts::HostRules;
 use crate::politeness::prepare::Preparer;
@@ -89,7 +88,10 @@ pub async fn run<S: Store>(
     store: Arc<S>,
     run: Run,
     shutdown: impl Future<Output = ()>,
-) -> Result<Summary, Error> {
+) -> Result<Summary, Error>
+where
+    Error: From<S::Error>,
+{
     let Run {
         config,
         reader,
@@ -178,7 +180,10 @@ async fn dispatch<S: Store>(
     tx: async_channel::Sender<crate::store::Job<S>>,
     cancel: &CancellationToken,
     shutdown: impl Future<Output = ()>,
-) -> Result<bool, Error> {
+) -> Result<bool, Error>
+where
+    Error: From<S::Error>,
+{
     let run = dispatcher.run(tx);
     tokio::pin!(run, shutdown);
     let result = tokio::select! {
@@ -208,14 +213,17 @@ async fn end<S: Store>(
     drained: Result<bool, Error>,
     warc: Option<Warc>,
     failure: &Failure,
-) -> Result<(bool, crate::store::Finished), Error> {
+) -> Result<(bool, crate::store::Finished), Error>
+where
+    Error: From<S::Error>,
+{
     // Records of fetches that committed nothing (robots.txt, an abandoned page) are
     // written too before the run reports.
     let warc_done = match warc {
         Some(w) => tokio::task::spawn_blocking(move || w.finish())
             .await
             .map_err(|e| Error::Internal(format!("WARC writer panicked: {e}")))
-            .and_then(|r| r.map_err(Error::from)),
+            .and_then(|r| r.map_err(Error::Warc)),
         None => Ok(()),
     };
     let failed = failure.take();

@@ -15,7 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admit::{plan_redirect, Outlinks, Rules};
 use crate::events::{EventSink, Page};
-use crate::page::{ErrorKind, Outcome, PageResult, Reader};
+use crate::page::{Outcome, Reader};
+use crate::result::{ErrorKind, PageResult};
 use crate::stats::Stats;
 use crate::store::{now_ms, Job, Store};
 use crate::Error;
@@ -109,7 +110,10 @@ struct Done {
     page: Option<Page>,
 }
 
-impl<S: Store> Worker<S> {
+impl<S: Store> Worker<S>
+where
+    Error: From<S::Error>,
+{
     /// Take pages from `rx` until it closes.
     pub async fn run(self: Arc<Self>, rx: async_channel::Receiver<Job<S>>) {
         while let Ok(job) = rx.recv().await {
@@ -128,7 +132,7 @@ impl<S: Store> Worker<S> {
             Ok(Ok(Attempt::Done(done))) => *done,
             Ok(Ok(Attempt::Retry(at))) => {
                 self.stats.record_retry();
-                return self.store.retry(job, at).await;
+                return Ok(self.store.retry(job, at).await?);
             }
             Ok(Err(e)) => return Err(e),
             Err(panic) => self.panicked(&job, panic_message(&panic)),

@@ -141,7 +141,7 @@ fn meta_handler(state: &Shared) -> ElementContentHandlers<'static> {
                     return None;
                 }
                 let content = el.get_attribute("content")?;
-                crate::page::charset_of(&content).map(str::to_owned)
+                crate::charset::charset_of(&content).map(str::to_owned)
             });
             if let Some(encoding) = label.as_deref().and_then(ascii_compatible) {
                 s.text_encoding = encoding.into();

@@ -3,25 +3,21 @@
 //! redirect target, or another try later.
 //!
 //! This is the part of a worker that knows nothing of where URLs come from or go.
-//! [`PageResult`] (`result`) is what it produces: the one result type of a page.
+//! [`PageResult`] is what it produces: the one result type of a page.
 
 use std::time::Instant;
 
 use reqwest::header::{DATE, RETRY_AFTER};
 use url::Url;
 
-mod result;
-
-pub use result::{ErrorKind, PageResult};
-
-use crate::charset;
+use crate::charset::{self, charset_of};
 use crate::config::CrawlConfig;
-use crate::events::Outlink;
 use crate::extract::{Extractor, Link};
 use crate::fetch::{Fetcher, Response};
+use crate::link::Outlink;
 use crate::politeness::robots::product_token;
+use crate::result::{now_ms, ErrorKind, PageResult};
 use crate::retry::{self, RetryPolicy};
-use crate::store::now_ms;
 
 /// Non-HTML bodies up to this size are read (and discarded) so the connection can be
 /// reused; larger ones are recorded by their `Content-Length` and not downloaded.
@@ -391,16 +387,6 @@ fn is_html(content_type: &str) -> bool {
         || essence.eq_ignore_ascii_case("application/xhtml+xml")
 }
 
-/// The `charset` parameter of a Content-Type.
-pub(crate) fn charset_of(content_type: &str) -> Option<&str> {
-    content_type.split(';').skip(1).find_map(|p| {
-        let (k, v) = p.split_once('=')?;
-        k.trim()
-            .eq_ignore_ascii_case("charset")
-            .then(|| v.trim().trim_matches('"'))
-    })
-}
-
 /// Directives of an `X-Robots-Tag` header that apply to us.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct RobotsTag {
@@ -464,11 +450,6 @@ mod tests {
         assert!(is_html("text/html; charset=utf-8"));
         assert!(is_html("Application/XHTML+XML"));
         assert!(!is_html("application/pdf"));
-        assert_eq!(
-            charset_of("text/html; Charset=\"Shift_JIS\""),
-            Some("Shift_JIS")
-        );
-        assert_eq!(charset_of("text/html"), None);
         assert!(looks_like_html(b"\xEF\xBB\xBF  <!DOCTYPE HTML><p>"));
         assert!(!looks_like_html(b"%PDF-1.4"));
     }

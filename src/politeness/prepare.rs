@@ -24,7 +24,7 @@ use super::fetch_robots::{fetch_robots, robots_url, RobotsOutcome};
 use super::hosts::HostRules;
 use super::robots::Robots;
 use crate::fetch::Fetcher;
-use crate::page::PageResult;
+use crate::result::PageResult;
 use crate::sitemap::{self, Sitemap};
 use crate::store::{SitemapDoc, Store};
 use crate::Error;
@@ -50,7 +50,10 @@ pub struct Preparer<S: Store> {
     pub max_crawl_delay: Duration,
 }
 
-impl<S: Store> Preparer<S> {
+impl<S: Store> Preparer<S>
+where
+    Error: From<S::Error>,
+{
     /// Prepare `host`, of which `url` is a URL: robots.txt, then (`first` time in this
     /// run) its sitemaps. The host's rules are known when this returns, whatever happened.
     pub async fn prepare(&self, host: S::Host, url: Url, first: bool) -> Result<(), Error> {

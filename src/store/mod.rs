@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 use url::Url;
 
 use crate::admit::{Outlinks, SkipReason};
-use crate::page::PageResult;
-use crate::Error;
+pub use crate::result::now_ms;
+use crate::result::PageResult;
 
 pub use local::error::StoreError;
 pub use local::pending::{Edge, HostId, NewHost, NewUrl, PageRecord, Pending, UrlId};
@@ -84,6 +84,17 @@ pub struct SitemapDoc {
     pub index: bool,
 }
 
+/// What a store holds about its crawl, when it has one.
+#[derive(Debug, Clone)]
+pub struct StoredCrawl {
+    /// The configuration it started with (TOML).
+    pub config: String,
+    /// Its seeds, as stored.
+    pub seeds: Vec<String>,
+    /// It drained.
+    pub finished: bool,
+}
+
 /// Counts a progress display reads, cheaply and at any time.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FrontierCounts {
@@ -118,20 +129,22 @@ pub trait Store: Send + Sync + Sized + 'static {
     /// The store's handle on a taken URL. Dropping it without completing the URL leaves
     /// the URL to be fetched later (on resume, or by another process).
     type Ticket: Send + Sync + 'static;
+    /// What can go wrong (the engine turns it into the crate's [`Error`](crate::Error)).
+    type Error: std::error::Error + Send + Sync + 'static;
 
     /// Admit the seeds (never judged by scope: the user asked for them).
-    fn admit_seeds(&self, seeds: &[Url]) -> impl Future<Output = Result<(), Error>> + Send;
+    fn admit_seeds(&self, seeds: &[Url]) -> impl Future<Output = Result<(), Self::Error>> + Send;
 
     /// Take up to `room` URLs of hosts that are ready: under their per-host limit, past
     /// their spacing and pauses.
-    fn take(&self, room: usize) -> impl Future<Output = Result<Taken<Self>, Error>> + Send;
+    fn take(&self, room: usize) -> impl Future<Output = Result<Taken<Self>, Self::Error>> + Send;
 
     /// Wait until something may have changed (a page admitted links, a slot came free) or
     /// `until` passes.
     fn wait(&self, until: Option<Instant>) -> impl Future<Output = ()> + Send;
 
     /// Whether every admitted URL is finished, here and in every other process.
-    fn is_drained(&self) -> impl Future<Output = Result<bool, Error>> + Send;
+    fn is_drained(&self) -> impl Future<Output = Result<bool, Self::Error>> + Send;
 
     /// The depth to fetch `job` at: it may have been found along a shorter path since it
     /// was queued. `hash` is its canonical key's.
@@ -139,17 +152,21 @@ pub trait Store: Send + Sync + Sized + 'static {
 
     /// A request to `host` starts now: keep its spacing from this moment (a request that
     /// leaves later than it was booked for pushes the next one out).
-    fn started(&self, host: &Self::Host) -> impl Future<Output = Result<(), Error>> + Send;
+    fn started(&self, host: &Self::Host) -> impl Future<Output = Result<(), Self::Error>> + Send;
 
     /// No request to `host` starts before `until` (a 429 or 503), in every process.
     fn pause(
         &self,
         host: &Self::Host,
         until: Instant,
-    ) -> impl Future<Output = Result<(), Error>> + Send;
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
 
     /// Try `job` again at `at` (its attempt count goes up by one).
-    fn retry(&self, job: Job<Self>, at: Instant) -> impl Future<Output = Result<(), Error>> + Send;
+    fn retry(
+        &self,
+        job: Job<Self>,
+        at: Instant,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
 
     /// Store `job`'s result and admit what it links to, in one step: after a crash either
     /// both are there or neither.
@@ -158,18 +175,18 @@ pub trait Store: Send + Sync + Sized + 'static {
         job: Job<Self>,
         result: PageResult,
         links: Outlinks,
-    ) -> impl Future<Output = Result<(), Error>> + Send;
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
 
     /// Give `job` back unfetched: it is taken again, ahead of its host's queue, when its
     /// host is next ready (so its spacing holds from the requests made meanwhile).
-    fn release(&self, job: Job<Self>) -> impl Future<Output = Result<(), Error>> + Send;
+    fn release(&self, job: Job<Self>) -> impl Future<Output = Result<(), Self::Error>> + Send;
 
     /// Record `job` as not fetched, for `reason` (robots.txt forbids it).
     fn skip(
         &self,
         job: Job<Self>,
         reason: SkipReason,
-    ) -> impl Future<Output = Result<(), Error>> + Send;
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
 
     /// Space requests to `host` at least `interval` apart (a robots.txt Crawl-delay); the
     /// configured spacing still applies when longer.
@@ -177,7 +194,7 @@ pub trait Store: Send + Sync + Sized + 'static {
 
     /// Book a request to `host` made outside the queues (a sitemap read), keeping its
     /// spacing: when it may start.
-    fn book(&self, host: &Self::Host) -> impl Future<Output = Result<Instant, Error>> + Send;
+    fn book(&self, host: &Self::Host) -> impl Future<Output = Result<Instant, Self::Error>> + Send;
 
     /// Of the top-level sitemaps `listed` for `host`, those to read now: none when another
     /// process claimed the host's sitemaps, none already read in an earlier run.
@@ -185,11 +202,14 @@ pub trait Store: Send + Sync + Sized + 'static {
         &self,
         host: &Self::Host,
         listed: Vec<Url>,
-    ) -> impl Future<Output = Result<Vec<Url>, Error>> + Send;
+    ) -> impl Future<Output = Result<Vec<Url>, Self::Error>> + Send;
 
     /// Record a sitemap document and admit what it lists; false when it was already
     /// recorded (then its entries are not admitted again).
-    fn record_sitemap(&self, doc: SitemapDoc) -> impl Future<Output = Result<bool, Error>> + Send;
+    fn record_sitemap(
+        &self,
+        doc: SitemapDoc,
+    ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
 
     /// Counts for progress displays.
     fn counts(&self) -> FrontierCounts;
@@ -201,7 +221,7 @@ pub trait Store: Send + Sync + Sized + 'static {
 
     /// End this process's part of the run: commit or give back what it holds and, when
     /// `drained`, mark the crawl finished. Called once, after every worker has stopped.
-    fn finish(&self, drained: bool) -> impl Future<Output = Result<Finished, Error>> + Send;
+    fn finish(&self, drained: bool) -> impl Future<Output = Result<Finished, Self::Error>> + Send;
 }
 
 /// Where a URL is in its life (`urls.state`).
@@ -238,12 +258,4 @@ impl UrlState {
             UrlState::Skipped => "skipped",
         }
     }
-}
-
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }

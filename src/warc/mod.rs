@@ -405,7 +405,7 @@ impl Drop for Capture {
             ex.end = e;
         }
         if ex.end == BodyEnd::Unread
-            && crate::fetch::declared_length(&ex.head.headers) == Some(ex.body.len() as u64)
+            && declared_length(&ex.head.headers) == Some(ex.body.len() as u64)
         {
             ex.end = BodyEnd::Complete;
         }
@@ -573,6 +573,17 @@ fn records(ex: &Exchange, warcinfo: &str) -> (Record, Record) {
             payload_at: Some(payload_at),
         },
     )
+}
+
+/// The `Content-Length` of `headers`, when present and a number.
+pub(crate) fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]

@@ -68,6 +68,17 @@ pub enum StoreError {
     /// The WARC records of a page could not be written, so its result was not committed.
     #[error(transparent)]
     Warc(#[from] crate::warc::WarcError),
+    /// The directory for the visited set's overflow files is unusable.
+    #[error(
+        "cannot create the visited set's overflow files in {dir}: {source}; make the directory \
+         writable, or set visited-memory = 0 to keep every URL in memory"
+    )]
+    VisitedDir {
+        /// The directory (the database's).
+        dir: String,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The writer thread is gone (it stopped on an earlier error).
     #[error("the store writer has stopped")]
     WriterGone,
@@ -84,7 +95,8 @@ impl StoreError {
             | StoreError::TooNew { .. }
             | StoreError::Locked { .. }
             | StoreError::ReadOnly { .. }
-            | StoreError::Open { .. } => true,
+            | StoreError::Open { .. }
+            | StoreError::VisitedDir { .. } => true,
             StoreError::DiskFull { .. }
             | StoreError::Sqlite { .. }
             | StoreError::Warc(_)

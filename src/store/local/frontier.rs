@@ -289,7 +289,7 @@ impl Frontier {
     pub fn pause(&self, host: HostId, until: Instant) {
         let left = until.saturating_duration_since(Instant::now());
         self.pending
-            .push_pause(host, crate::store::now_ms() + left.as_millis() as i64);
+            .push_pause(host, crate::result::now_ms() + left.as_millis() as i64);
         let mut st = self.lock();
         let h = st.host(host);
         h.next_at = Some(h.next_at.map_or(until, |t| t.max(until)));

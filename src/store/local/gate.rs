@@ -137,8 +137,9 @@ impl Gate {
         let mut edges = Vec::with_capacity(links.len());
         let mut fresh = Vec::new();
         let redirect = matches!(links, Outlinks::Redirect(_));
-        for c in links.candidates() {
-            let edge = c.edge.clone();
+        for mut c in links.candidates() {
+            // Taken, not cloned: the anchor text is the one allocation an edge has.
+            let edge = c.edge.take();
             let dst = self.admit(c, Some(from), &mut key, &mut fresh);
             if let Some(e) = edge {
                 edges.push(Edge {

@@ -36,9 +36,8 @@ use self::writer::{StoreWriter, WriterHandle};
 use super::{now_ms, Finished, FrontierCounts, Job, SitemapDoc, Store, Taken};
 use crate::admit::{Outlinks, Rules, SkipReason};
 use crate::config::CrawlConfig;
-use crate::page::PageResult;
+use crate::result::PageResult;
 use crate::warc::CommitBarrier;
-use crate::Error;
 
 /// See the module doc.
 pub struct LocalStore {
@@ -72,7 +71,7 @@ impl LocalStore {
         config: &CrawlConfig,
         rules: Arc<Rules>,
         barrier: Option<CommitBarrier>,
-    ) -> Result<LocalStore, Error> {
+    ) -> Result<LocalStore, StoreError> {
         let wake = Arc::new(Notify::new());
         let pending = Arc::new(Pending::default());
         let policy = HostPolicy {
@@ -83,7 +82,7 @@ impl LocalStore {
         let drain = Drain::new(0, wake.clone());
         let dir = visited_dir(store.path());
         let visited = Visited::with_budget(config.visited_memory.0, &dir).map_err(|source| {
-            Error::VisitedDir {
+            StoreError::VisitedDir {
                 dir: dir.display().to_string(),
                 source,
             }
@@ -170,11 +169,11 @@ impl LocalStore {
         }
     }
 
-    fn sqlite_error(&self, source: rusqlite::Error) -> Error {
-        Error::Store(StoreError::Sqlite {
+    fn sqlite_error(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
             path: self.path.display().to_string(),
             source,
-        })
+        }
     }
 }
 
@@ -222,20 +221,21 @@ fn restore(
 impl Store for LocalStore {
     type Host = HostId;
     type Ticket = LocalTicket;
+    type Error = StoreError;
 
-    async fn admit_seeds(&self, seeds: &[Url]) -> Result<(), Error> {
+    async fn admit_seeds(&self, seeds: &[Url]) -> Result<(), StoreError> {
         self.gate.admit_seeds(seeds);
         Ok(())
     }
 
-    async fn take(&self, room: usize) -> Result<Taken<Self>, Error> {
+    async fn take(&self, room: usize) -> Result<Taken<Self>, StoreError> {
         if let Ok(e) = self
             .refill_errors
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .try_recv()
         {
-            return Err(e.into());
+            return Err(e);
         }
         self.start_refills();
         let now = Instant::now();
@@ -267,7 +267,7 @@ impl Store for LocalStore {
         }
     }
 
-    async fn is_drained(&self) -> Result<bool, Error> {
+    async fn is_drained(&self) -> Result<bool, StoreError> {
         Ok(self.drain.count() == 0)
     }
 
@@ -277,17 +277,17 @@ impl Store for LocalStore {
             .map_or(job.depth, |d| d.min(job.depth))
     }
 
-    async fn started(&self, host: &HostId) -> Result<(), Error> {
+    async fn started(&self, host: &HostId) -> Result<(), StoreError> {
         self.frontier.started(*host);
         Ok(())
     }
 
-    async fn pause(&self, host: &HostId, until: Instant) -> Result<(), Error> {
+    async fn pause(&self, host: &HostId, until: Instant) -> Result<(), StoreError> {
         self.frontier.pause(*host, until);
         Ok(())
     }
 
-    async fn retry(&self, job: Job<Self>, at: Instant) -> Result<(), Error> {
+    async fn retry(&self, job: Job<Self>, at: Instant) -> Result<(), StoreError> {
         let LocalTicket { id, guard, slot } = job.ticket;
         let item = QueuedUrl {
             id,
@@ -309,16 +309,16 @@ impl Store for LocalStore {
         job: Job<Self>,
         result: PageResult,
         links: Outlinks,
-    ) -> Result<(), Error> {
+    ) -> Result<(), StoreError> {
         let LocalTicket { id, guard, slot } = job.ticket;
         let edges = self.gate.admit_outlinks(id, links);
         let sent = self.writer.page(PageRecord { id, result, edges }).await;
         // The drain guard drops only now, after its result is queued.
         drop((guard, slot));
-        Ok(sent?)
+        sent
     }
 
-    async fn release(&self, job: Job<Self>) -> Result<(), Error> {
+    async fn release(&self, job: Job<Self>) -> Result<(), StoreError> {
         let LocalTicket { id, guard, slot } = job.ticket;
         self.frontier.push_front(QueuedUrl {
             id,
@@ -333,7 +333,7 @@ impl Store for LocalStore {
         Ok(())
     }
 
-    async fn skip(&self, job: Job<Self>, reason: SkipReason) -> Result<(), Error> {
+    async fn skip(&self, job: Job<Self>, reason: SkipReason) -> Result<(), StoreError> {
         // Recorded as skipped; dropping the ticket releases its count and slot.
         self.pending.push_skip(job.ticket.id, reason);
         Ok(())
@@ -343,11 +343,15 @@ impl Store for LocalStore {
         self.frontier.set_interval(*host, interval);
     }
 
-    async fn book(&self, host: &HostId) -> Result<Instant, Error> {
+    async fn book(&self, host: &HostId) -> Result<Instant, StoreError> {
         Ok(self.frontier.book(*host))
     }
 
-    async fn sitemaps_to_read(&self, _host: &HostId, listed: Vec<Url>) -> Result<Vec<Url>, Error> {
+    async fn sitemaps_to_read(
+        &self,
+        _host: &HostId,
+        listed: Vec<Url>,
+    ) -> Result<Vec<Url>, StoreError> {
         // A sitemap stored already was read by an earlier run of the crawl.
         Ok(listed
             .into_iter()
@@ -355,7 +359,7 @@ impl Store for LocalStore {
             .collect())
     }
 
-    async fn record_sitemap(&self, doc: SitemapDoc) -> Result<bool, Error> {
+    async fn record_sitemap(&self, doc: SitemapDoc) -> Result<bool, StoreError> {
         let parent = doc.parent.as_ref().and_then(|p| self.gate.id_of(p));
         let Some((id, edges)) = self
             .gate
@@ -380,7 +384,7 @@ impl Store for LocalStore {
         self.gate.visited_footprint()
     }
 
-    async fn finish(&self, drained: bool) -> Result<Finished, Error> {
+    async fn finish(&self, drained: bool) -> Result<Finished, StoreError> {
         self.writer.close().await;
         let visited = self.gate.visited_footprint();
         if visited.runs > 0 {
@@ -393,15 +397,11 @@ impl Store for LocalStore {
         }
         let thread = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
         let Some(thread) = thread else {
-            return Err(Error::Internal("the local store was finished twice".into()));
+            return Err(StoreError::WriterGone);
         };
         let store = tokio::task::spawn_blocking(move || thread.join())
             .await
-            .map_err(|e| Error::Internal(format!("store writer panicked: {e}")))?;
-        let store = match store {
-            Ok(s) => s,
-            Err(e) => return Err(e.into()),
-        };
+            .unwrap_or(Err(StoreError::WriterGone))?;
         let finished = (|| {
             if drained {
                 store

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use crate::admit::SkipReason;
 use crate::link::LinkKind;
-use crate::page::PageResult;
+use crate::result::PageResult;
 
 /// A URL's id: the `urls.id` column, assigned when the URL is admitted.
 pub type UrlId = u64;

@@ -19,7 +19,7 @@ use super::keys::{CrawlKeys, HostKeys};
 use super::queue::{Admission, StoredEdges};
 use super::{parse_target, DistError};
 use crate::admit::SkipReason;
-use crate::page::PageResult;
+use crate::result::PageResult;
 use crate::store::{OpenMode, SqliteStore, StoreError, UrlState};
 use crate::url_norm::{host_key, key_hash};
 

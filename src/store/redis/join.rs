@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use super::conn::Redis;
 use super::keys::CrawlKeys;
 use super::DistError;
-use crate::crawler::StoredCrawl;
-use crate::store::now_ms;
+use crate::result::now_ms;
+use crate::store::StoredCrawl;
 
 /// The crawl's seeds, configuration and state, if the crawl exists.
 pub async fn read(redis: &Redis, keys: &CrawlKeys) -> Result<Option<StoredCrawl>, DistError> {

@@ -40,11 +40,10 @@ use self::queue::{Admission, Admit, Admitted, Budget, Lease, Queue, StoredEdge, 
 use super::{Finished, FrontierCounts, Job, SitemapDoc, Store, Taken};
 use crate::admit::{Candidate, Outlinks, Rules, SkipReason};
 use crate::config::CrawlConfig;
-use crate::page::{ErrorKind, PageResult};
+use crate::result::{ErrorKind, PageResult};
 use crate::stats::Stats;
 use crate::url_norm::host_key;
 use crate::warc::CommitBarrier;
-use crate::Error;
 
 /// What can go wrong with a Redis crawl. Each message says what to do.
 #[derive(Debug, thiserror::Error)]
@@ -88,6 +87,12 @@ pub enum DistError {
         /// The parse error.
         detail: String,
     },
+    /// The WARC records of a page could not be written, so its result was not stored.
+    #[error(transparent)]
+    Warc(#[from] crate::warc::WarcError),
+    /// A bug in trawl.
+    #[error("internal error: {0}; please report it")]
+    Internal(String),
     /// Writing the SQLite copy failed.
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
@@ -106,7 +111,11 @@ impl DistError {
             | DistError::NoSeeds { .. }
             | DistError::TargetExists(_) => true,
             DistError::Store(e) => e.is_usage(),
-            DistError::Redis(_) | DistError::Unreachable(_) | DistError::Corrupt { .. } => false,
+            DistError::Redis(_)
+            | DistError::Unreachable(_)
+            | DistError::Corrupt { .. }
+            | DistError::Warc(_)
+            | DistError::Internal(_) => false,
         }
     }
 }
@@ -269,7 +278,7 @@ impl RedisStore {
         &self,
         groups: &HashMap<String, Vec<Admit>>,
         front: bool,
-    ) -> Result<Admitted, Error> {
+    ) -> Result<Admitted, DistError> {
         let calls = groups
             .iter()
             .map(|(host, urls)| self.queue.admit(host, urls, front));
@@ -286,18 +295,18 @@ impl RedisStore {
     }
 
     /// Wait until the WARC records of every fetch so far are on disk.
-    async fn warc_written(&self) -> Result<(), Error> {
+    async fn warc_written(&self) -> Result<(), DistError> {
         if let Some(b) = &self.barrier {
             let b = b.clone();
             tokio::task::spawn_blocking(move || b.wait())
                 .await
-                .map_err(|e| Error::Internal(format!("WARC barrier panicked: {e}")))??;
+                .map_err(|e| DistError::Internal(format!("the WARC barrier panicked: {e}")))??;
         }
         Ok(())
     }
 
     /// A lease whose URL no longer parses: recorded as failed at once.
-    async fn bad_url(&self, lease: Lease, e: url::ParseError) -> Result<(), Error> {
+    async fn bad_url(&self, lease: Lease, e: url::ParseError) -> Result<(), DistError> {
         let mut result = PageResult {
             depth: lease.admission.depth,
             fetched_at: super::now_ms(),
@@ -330,7 +339,7 @@ impl RedisStore {
     }
 
     /// Take from the hosts in turn, from where the last take stopped.
-    async fn take_round(&self, room: usize) -> Result<Vec<Lease>, Error> {
+    async fn take_round(&self, room: usize) -> Result<Vec<Lease>, DistError> {
         let mut d = self.dispatch.lock().await;
         if d.hosts_read.is_none_or(|t| t.elapsed() >= HOSTS_EVERY) {
             d.hosts = self.queue.active_hosts().await?;
@@ -381,15 +390,16 @@ impl RedisStore {
 impl Store for RedisStore {
     type Host = String;
     type Ticket = RedisTicket;
+    type Error = DistError;
 
-    async fn admit_seeds(&self, seeds: &[Url]) -> Result<(), Error> {
+    async fn admit_seeds(&self, seeds: &[Url]) -> Result<(), DistError> {
         // Every process that names a seed admits it: the first admission wins.
         let (groups, _) = self.plan(None, seeds.iter().cloned().map(Candidate::seed));
         self.admit(&groups, false).await?;
         Ok(())
     }
 
-    async fn take(&self, room: usize) -> Result<Taken<Self>, Error> {
+    async fn take(&self, room: usize) -> Result<Taken<Self>, DistError> {
         let leases = self.take_round(room.max(1)).await?;
         *self.idle.lock().unwrap_or_else(|p| p.into_inner()) = if leases.is_empty() {
             let idle = *self.idle.lock().unwrap_or_else(|p| p.into_inner());
@@ -423,7 +433,7 @@ impl Store for RedisStore {
         }
     }
 
-    async fn is_drained(&self) -> Result<bool, Error> {
+    async fn is_drained(&self) -> Result<bool, DistError> {
         Ok(self.held.is_empty() && self.queue.is_drained().await?)
     }
 
@@ -432,16 +442,16 @@ impl Store for RedisStore {
         job.depth
     }
 
-    async fn started(&self, host: &String) -> Result<(), Error> {
-        Ok(self.queue.started(host, self.interval_of(host)).await?)
+    async fn started(&self, host: &String) -> Result<(), DistError> {
+        self.queue.started(host, self.interval_of(host)).await
     }
 
-    async fn pause(&self, host: &String, until: Instant) -> Result<(), Error> {
+    async fn pause(&self, host: &String, until: Instant) -> Result<(), DistError> {
         let wait = until.saturating_duration_since(Instant::now());
-        Ok(self.queue.pause(host, wait).await?)
+        self.queue.pause(host, wait).await
     }
 
-    async fn retry(&self, job: Job<Self>, at: Instant) -> Result<(), Error> {
+    async fn retry(&self, job: Job<Self>, at: Instant) -> Result<(), DistError> {
         let delay = at.saturating_duration_since(Instant::now());
         self.queue.retry(&job.ticket, delay).await?;
         self.finished_one(&job.ticket.host, &job.ticket.key);
@@ -453,7 +463,7 @@ impl Store for RedisStore {
         job: Job<Self>,
         result: PageResult,
         links: Outlinks,
-    ) -> Result<(), Error> {
+    ) -> Result<(), DistError> {
         let lease = job.ticket;
         let front = matches!(links, Outlinks::Redirect(_));
         let (groups, edges) = self.plan(Some(&lease.key), links.candidates());
@@ -469,7 +479,7 @@ impl Store for RedisStore {
         Ok(())
     }
 
-    async fn release(&self, job: Job<Self>) -> Result<(), Error> {
+    async fn release(&self, job: Job<Self>) -> Result<(), DistError> {
         let lease = job.ticket;
         self.queue
             .release(&lease.host, std::slice::from_ref(&lease.key))
@@ -478,7 +488,7 @@ impl Store for RedisStore {
         Ok(())
     }
 
-    async fn skip(&self, job: Job<Self>, reason: SkipReason) -> Result<(), Error> {
+    async fn skip(&self, job: Job<Self>, reason: SkipReason) -> Result<(), DistError> {
         self.queue.skip(&job.ticket, reason.as_str()).await?;
         self.finished_one(&job.ticket.host, &job.ticket.key);
         Ok(())
@@ -488,12 +498,16 @@ impl Store for RedisStore {
         self.host_intervals.insert(host.clone(), interval);
     }
 
-    async fn book(&self, host: &String) -> Result<Instant, Error> {
+    async fn book(&self, host: &String) -> Result<Instant, DistError> {
         let wait = self.queue.book(host, self.interval_of(host)).await?;
         Ok(Instant::now() + wait)
     }
 
-    async fn sitemaps_to_read(&self, host: &String, listed: Vec<Url>) -> Result<Vec<Url>, Error> {
+    async fn sitemaps_to_read(
+        &self,
+        host: &String,
+        listed: Vec<Url>,
+    ) -> Result<Vec<Url>, DistError> {
         // One process reads a host's sitemaps for the whole crawl.
         Ok(if self.queue.claim_sitemaps(host).await? {
             listed
@@ -502,7 +516,7 @@ impl Store for RedisStore {
         })
     }
 
-    async fn record_sitemap(&self, doc: SitemapDoc) -> Result<bool, Error> {
+    async fn record_sitemap(&self, doc: SitemapDoc) -> Result<bool, DistError> {
         let parent_key = doc.parent.as_ref().map(|p| {
             let mut key = String::new();
             self.rules.key_of(p, &mut key);
@@ -558,7 +572,7 @@ impl Store for RedisStore {
         }
     }
 
-    async fn finish(&self, drained: bool) -> Result<Finished, Error> {
+    async fn finish(&self, drained: bool) -> Result<Finished, DistError> {
         self.process.stop(&self.queue, &self.held).await;
         if drained {
             let _: Result<i64, _> = self

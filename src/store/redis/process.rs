@@ -13,8 +13,8 @@ use super::conn::Redis;
 use super::keys::CrawlKeys;
 use super::queue::Queue;
 use super::HEARTBEAT;
+use crate::result::now_ms;
 use crate::stats::Stats;
-use crate::store::now_ms;
 
 /// This process in the crawl: its id and its background tasks.
 pub struct Process {

@@ -11,7 +11,7 @@ use super::conn::Redis;
 use super::keys::CrawlKeys;
 use super::scripts;
 use super::DistError;
-use crate::page::PageResult;
+use crate::result::PageResult;
 
 /// What is recorded when a URL is admitted (the `seen` hash's value).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::conn::Redis;
 use super::keys::CrawlKeys;
 use super::{parse_target, DistError, HEARTBEAT};
-use crate::store::now_ms;
+use crate::result::now_ms;
 
 /// Counts over every host of a crawl.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]

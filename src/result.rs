@@ -1,6 +1,7 @@
-//! What fetching one URL came to: the one result type of a page, stored by both stores
-//! (a `urls` row in SQLite, a JSON value in Redis), counted by the run's statistics and
-//! handed to page hooks and events.
+//! What fetching one URL came to: the one result type of a page, made by `page`, stored by
+//! both stores (a `urls` row in SQLite, a JSON value in Redis), counted by the run's
+//! statistics and handed to page hooks and events; and the kinds of failure, which
+//! `fetch` names too. Depends on nothing else of trawl, so every module can use it.
 
 use std::fmt;
 use std::str::FromStr;
@@ -46,6 +47,14 @@ pub struct PageResult {
     /// The failure in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// Milliseconds since the Unix epoch: the times results and stores record.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 impl PageResult {
