@@ -8,7 +8,16 @@
 
 use url::Url;
 
-use crate::url_norm::SkipReason;
+/// A URL shape that never ends (admission records it as the URL's skip reason).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trap {
+    /// Longer than `--max-url-length`.
+    UrlTooLong,
+    /// More path segments than `--max-path-segments`.
+    TooManySegments,
+    /// A path segment repeated more than `--max-repeated-segments` times.
+    RepeatedSegment,
+}
 
 /// Trap limits from the configuration; 0 disables a limit.
 #[derive(Debug, Clone, Copy)]
@@ -23,9 +32,9 @@ pub struct Traps {
 
 impl Traps {
     /// Whether `url` looks like a trap.
-    pub fn check(&self, url: &Url) -> Result<(), SkipReason> {
+    pub fn check(&self, url: &Url) -> Result<(), Trap> {
         if self.max_url_length > 0 && url.as_str().len() > self.max_url_length {
-            return Err(SkipReason::UrlTooLong);
+            return Err(Trap::UrlTooLong);
         }
         if self.max_path_segments == 0 && self.max_repeated_segments == 0 {
             return Ok(());
@@ -33,7 +42,7 @@ impl Traps {
         let path = url.path();
         let segments = || path.split('/').filter(|s| !s.is_empty());
         if self.max_path_segments > 0 && segments().count() > self.max_path_segments {
-            return Err(SkipReason::TooManySegments);
+            return Err(Trap::TooManySegments);
         }
         if self.max_repeated_segments > 0 {
             // Quadratic in the segment count, which the previous rule keeps small; no
@@ -42,7 +51,7 @@ impl Traps {
             for (i, s) in all.iter().enumerate() {
                 let n = 1 + all[i + 1..].iter().filter(|t| *t == s).count();
                 if n > self.max_repeated_segments {
-                    return Err(SkipReason::RepeatedSegment);
+                    return Err(Trap::RepeatedSegment);
                 }
             }
         }
@@ -149,7 +158,7 @@ mod tests {
         }
     }
 
-    fn check(u: &str) -> Result<(), SkipReason> {
+    fn check(u: &str) -> Result<(), Trap> {
         traps().check(&Url::parse(u).unwrap())
     }
 
@@ -158,15 +167,15 @@ mod tests {
         assert_eq!(check("http://a.example/x/y/z"), Ok(()));
         assert_eq!(
             check(&format!("http://a.example/{}", "q".repeat(80))),
-            Err(SkipReason::UrlTooLong)
+            Err(Trap::UrlTooLong)
         );
         assert_eq!(
             check("http://a.example/1/2/3/4/5/6/7"),
-            Err(SkipReason::TooManySegments)
+            Err(Trap::TooManySegments)
         );
         assert_eq!(
             check("http://a.example/a/b/a/b/a"),
-            Err(SkipReason::RepeatedSegment)
+            Err(Trap::RepeatedSegment)
         );
         assert_eq!(check("http://a.example/a/b/a/b"), Ok(()));
         let off = Traps {

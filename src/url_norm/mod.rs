@@ -17,12 +17,10 @@ mod canonical;
 // Built once from the seeds, then asked about every link: the only part with state.
 mod scope;
 // Named by limits, robots and filters as much as by scope: due to move to admission.
-mod skip;
 
 pub use canonical::{canonical_key, canonical_key_into, host_key, is_fetchable_scheme, key_hash};
-pub use scope::{Scope, ScopeMode};
+pub use scope::{Miss, Scope, ScopeMode};
 pub use seed::parse_seed;
-pub use skip::SkipReason;
 
 /// A seed or a pattern the user gave could not be used.
 #[derive(Debug, thiserror::Error)]

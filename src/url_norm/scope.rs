@@ -6,7 +6,7 @@ use std::str::FromStr;
 use regex::RegexSet;
 use url::{Host, Url};
 
-use super::{canonical_key, is_fetchable_scheme, SkipReason, UrlError};
+use super::{canonical_key, is_fetchable_scheme, UrlError};
 
 /// How far from its seeds a crawl may go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -50,6 +50,19 @@ impl FromStr for ScopeMode {
             .find(|m| m.as_str() == s)
             .ok_or_else(|| format!("unknown scope mode {s:?}; expected host, domain or prefix"))
     }
+}
+
+/// Why a URL is outside a crawl's scope (admission records it as the URL's skip reason).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Miss {
+    /// Outside the scope mode's bounds.
+    OutOfScope,
+    /// Matched an `--exclude` pattern.
+    Excluded,
+    /// `--include` patterns were given and none matched.
+    NotIncluded,
+    /// Not http or https.
+    UnsupportedScheme,
 }
 
 /// Which URLs a crawl fetches. Built once from the seeds.
@@ -118,18 +131,18 @@ impl Scope {
     ///
     /// Checked in order: scheme (unsupported-scheme), mode (out-of-scope), exclude
     /// patterns (excluded), include patterns (not-included, when any were given).
-    pub fn check(&self, url: &Url, key: &str) -> Result<(), SkipReason> {
+    pub fn check(&self, url: &Url, key: &str) -> Result<(), Miss> {
         if !is_fetchable_scheme(url) {
-            return Err(SkipReason::UnsupportedScheme);
+            return Err(Miss::UnsupportedScheme);
         }
         if !self.in_mode(url, key) {
-            return Err(SkipReason::OutOfScope);
+            return Err(Miss::OutOfScope);
         }
         if self.exclude.is_match(key) {
-            return Err(SkipReason::Excluded);
+            return Err(Miss::Excluded);
         }
         if !self.include.is_empty() && !self.include.is_match(key) {
-            return Err(SkipReason::NotIncluded);
+            return Err(Miss::NotIncluded);
         }
         Ok(())
     }
@@ -230,12 +243,12 @@ mod tests {
         Scope::new(&seeds, mode, &strings(include), &strings(exclude)).unwrap()
     }
 
-    fn check(scope: &Scope, link: &str) -> Result<(), SkipReason> {
+    fn check(scope: &Scope, link: &str) -> Result<(), Miss> {
         let url = Url::parse(link).unwrap();
         scope.check(&url, &canonical_key(&url))
     }
 
-    const OUT: Result<(), SkipReason> = Err(SkipReason::OutOfScope);
+    const OUT: Result<(), Miss> = Err(Miss::OutOfScope);
 
     #[test]
     fn scope_host_mode() {
@@ -248,11 +261,8 @@ mod tests {
             ("https://docs.example.org/", OUT),
             ("https://www.example.org.evil.com/", OUT),
             ("https://other.org/", OUT),
-            (
-                "mailto:x@www.example.org",
-                Err(SkipReason::UnsupportedScheme),
-            ),
-            ("ftp://www.example.org/", Err(SkipReason::UnsupportedScheme)),
+            ("mailto:x@www.example.org", Err(Miss::UnsupportedScheme)),
+            ("ftp://www.example.org/", Err(Miss::UnsupportedScheme)),
         ] {
             assert_eq!(check(&s, link), want, "{link}");
         }
@@ -396,13 +406,13 @@ mod tests {
         for (link, want) in [
             ("https://ex.org/docs/a", Ok(())),
             ("https://ex.org/blog/b", Ok(())),
-            ("https://ex.org/other", Err(SkipReason::NotIncluded)),
-            ("https://ex.org/docs/private/x", Err(SkipReason::Excluded)),
-            ("https://ex.org/docs/a.pdf", Err(SkipReason::Excluded)),
-            ("https://ex.org/other.pdf", Err(SkipReason::Excluded)),
+            ("https://ex.org/other", Err(Miss::NotIncluded)),
+            ("https://ex.org/docs/private/x", Err(Miss::Excluded)),
+            ("https://ex.org/docs/a.pdf", Err(Miss::Excluded)),
+            ("https://ex.org/other.pdf", Err(Miss::Excluded)),
             ("https://other.org/docs/a", OUT),
             ("https://other.org/a.pdf", OUT),
-            ("mailto:x@ex.org", Err(SkipReason::UnsupportedScheme)),
+            ("mailto:x@ex.org", Err(Miss::UnsupportedScheme)),
         ] {
             assert_eq!(check(&s, link), want, "{link}");
         }

@@ -1,7 +1,11 @@
-//! Why a URL is not fetched.
+//! Why a URL is not fetched: the reasons admission records, including those the scope and
+//! the trap rules give.
 
 use std::fmt;
 use std::str::FromStr;
+
+use crate::traps::Trap;
+use crate::url_norm::Miss;
 
 /// Why a URL is not fetched. [`SkipReason::as_str`] is the stable name stored in the database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,5 +133,26 @@ mod tests {
             assert_eq!(reason.as_str().parse::<SkipReason>(), Ok(reason));
         }
         assert!("nope".parse::<SkipReason>().is_err());
+    }
+}
+
+impl From<Miss> for SkipReason {
+    fn from(m: Miss) -> SkipReason {
+        match m {
+            Miss::OutOfScope => SkipReason::OutOfScope,
+            Miss::Excluded => SkipReason::Excluded,
+            Miss::NotIncluded => SkipReason::NotIncluded,
+            Miss::UnsupportedScheme => SkipReason::UnsupportedScheme,
+        }
+    }
+}
+
+impl From<Trap> for SkipReason {
+    fn from(t: Trap) -> SkipReason {
+        match t {
+            Trap::UrlTooLong => SkipReason::UrlTooLong,
+            Trap::TooManySegments => SkipReason::TooManySegments,
+            Trap::RepeatedSegment => SkipReason::RepeatedSegment,
+        }
     }
 }
