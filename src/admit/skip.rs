@@ -102,6 +102,27 @@ impl FromStr for SkipReason {
     }
 }
 
+impl From<Miss> for SkipReason {
+    fn from(m: Miss) -> SkipReason {
+        match m {
+            Miss::OutOfScope => SkipReason::OutOfScope,
+            Miss::Excluded => SkipReason::Excluded,
+            Miss::NotIncluded => SkipReason::NotIncluded,
+            Miss::UnsupportedScheme => SkipReason::UnsupportedScheme,
+        }
+    }
+}
+
+impl From<Trap> for SkipReason {
+    fn from(t: Trap) -> SkipReason {
+        match t {
+            Trap::UrlTooLong => SkipReason::UrlTooLong,
+            Trap::TooManySegments => SkipReason::TooManySegments,
+            Trap::RepeatedSegment => SkipReason::RepeatedSegment,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,26 +154,5 @@ mod tests {
             assert_eq!(reason.as_str().parse::<SkipReason>(), Ok(reason));
         }
         assert!("nope".parse::<SkipReason>().is_err());
-    }
-}
-
-impl From<Miss> for SkipReason {
-    fn from(m: Miss) -> SkipReason {
-        match m {
-            Miss::OutOfScope => SkipReason::OutOfScope,
-            Miss::Excluded => SkipReason::Excluded,
-            Miss::NotIncluded => SkipReason::NotIncluded,
-            Miss::UnsupportedScheme => SkipReason::UnsupportedScheme,
-        }
-    }
-}
-
-impl From<Trap> for SkipReason {
-    fn from(t: Trap) -> SkipReason {
-        match t {
-            Trap::UrlTooLong => SkipReason::UrlTooLong,
-            Trap::TooManySegments => SkipReason::TooManySegments,
-            Trap::RepeatedSegment => SkipReason::RepeatedSegment,
-        }
     }
 }
