@@ -1,0 +1,183 @@
+//! The list of crawl options: the one place an option is written.
+//!
+//! [`crawl_options!`](crate::crawl_options) hands every option, in order, to a macro named
+//! by its caller, which turns the list into code: [`CrawlConfig`](super::CrawlConfig) and
+//! its `Default` here, the setters of [`CrawlerBuilder`](crate::CrawlerBuilder), the flags
+//! of `trawl crawl` in the binary. Adding an option is adding an entry (and its use).
+//!
+//! An entry reads
+//!
+//! ```text
+//! /// Doc: the field's, the setter's, and the flag's help unless `cli` gives one.
+//! #[serde(...)]                   (any serde attributes of the field)
+//! name: Type = default,
+//!     builder: ArgType,           (optional: the setter's argument when it is not Type)
+//!     cli: Flag::...;             (what `trawl crawl` makes of it, see src/cli.rs)
+//! ```
+//!
+//! The key in TOML and the flag are the name in kebab-case; the setter is the name. The
+//! `cli` part is an expression over the binary's `Flag` type: only the binary expands it,
+//! so the library never sees clap.
+
+/// Calls `$callback! { entries }` with every crawl option; see `src/config/options.rs`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! crawl_options {
+    ($callback:ident) => {
+        $callback! {
+            /// Worker tasks fetching at once.
+            concurrency: usize = 16,
+                cli: Flag::int("N");
+            /// Requests in flight to one host at once.
+            per_host: usize = 8,
+                cli: Flag::int("N");
+            /// Bytes of (decompressed) body read per response; longer bodies are cut and the page
+            /// recorded as truncated.
+            max_body: ByteSize = ByteSize(10 << 20),
+                builder: u64,
+                cli: Flag::text("SIZE");
+            /// Time to establish a connection.
+            #[serde(with = "humantime_serde")]
+            connect_timeout: Duration = Duration::from_secs(10),
+                cli: Flag::text("DURATION");
+            /// Longest wait for the next bytes of a response.
+            #[serde(with = "humantime_serde")]
+            read_timeout: Duration = Duration::from_secs(30),
+                cli: Flag::text("DURATION");
+            /// Longest time for one whole request, body included.
+            #[serde(with = "humantime_serde")]
+            timeout: Duration = Duration::from_secs(60),
+                cli: Flag::text("DURATION");
+            /// Redirect hops followed from one URL before giving up.
+            max_redirects: u32 = 10,
+                cli: Flag::int("N");
+            /// Which URLs are in scope: `host` (the seeds' hosts), `domain` (their registrable
+            /// domains), `prefix` (under the seeds' directories).
+            scope: ScopeMode = ScopeMode::Host,
+                cli: Flag::text("SCOPE").one_of(&["host", "domain", "prefix"]);
+            /// Regexes over the canonical URL: when any is given, only matching URLs are fetched.
+            include: Vec<String> = Vec::new(),
+                cli: Flag::list("REGEX");
+            /// Regexes over the canonical URL: matching URLs are never fetched.
+            exclude: Vec<String> = Vec::new(),
+                cli: Flag::list("REGEX");
+            /// Deepest click depth fetched (seeds are depth 0); 0 means no limit.
+            max_depth: u32 = 0,
+                cli: Flag::int("N");
+            /// Most URLs fetched in the whole crawl; 0 means no limit.
+            max_pages: u64 = 0,
+                cli: Flag::int("N");
+            /// The User-Agent header.
+            user_agent: String = default_user_agent(),
+                cli: Flag::text("STRING");
+            /// After a stop is asked for, how long in-flight fetches may take to finish.
+            #[serde(with = "humantime_serde")]
+            grace_period: Duration = Duration::from_secs(10),
+                cli: Flag::text("DURATION");
+            /// Fetch URLs that robots.txt disallows, and ignore its Crawl-delay.
+            ignore_robots: bool = false,
+                cli: Flag::switch(true);
+            /// Least time between the starts of two requests to one host.
+            #[serde(with = "humantime_serde")]
+            delay: Duration = Duration::ZERO,
+                cli: Flag::text("DURATION");
+            /// Most requests per host in a window, as `"N/DURATION"` (e.g. `"120/1m"`); `"0/1s"`
+            /// means no limit. Enforced as an even spacing of DURATION/N between requests.
+            rate_limit: RateLimit = RateLimit::NONE,
+                cli: Flag::text("N/DURATION");
+            /// The longest robots.txt `Crawl-delay` honoured; longer ones are cut to this.
+            #[serde(with = "humantime_serde")]
+            max_crawl_delay: Duration = Duration::from_secs(30),
+                cli: Flag::text("DURATION");
+            /// The longest pause honoured from a `Retry-After` header on 429 or 503.
+            #[serde(with = "humantime_serde")]
+            max_retry_after: Duration = Duration::from_secs(600),
+                cli: Flag::text("DURATION");
+            /// Attempts per URL for transient faults (timeouts, resets, 408, 429, 5xx gateways),
+            /// the first included.
+            max_attempts: u32 = 3,
+                cli: Flag::int("N");
+            /// Base of the exponential backoff between attempts (full jitter: a random wait up to
+            /// base * 2^attempt, at most 10 minutes).
+            #[serde(with = "humantime_serde")]
+            retry_backoff: Duration = Duration::from_secs(1),
+                cli: Flag::text("DURATION");
+            /// Longest URL admitted, in bytes; 0 means no limit.
+            max_url_length: usize = 2048,
+                cli: Flag::int("N");
+            /// Most path segments in an admitted URL; 0 means no limit.
+            max_path_segments: usize = 32,
+                cli: Flag::int("N");
+            /// Most times one path segment may occur in an admitted URL's path (`/a/b/a/b/a`
+            /// has `a` three times); 0 means no limit.
+            max_repeated_segments: usize = 3,
+                cli: Flag::int("N");
+            /// Most URLs fetched from one host; 0 means no limit.
+            max_pages_per_host: u64 = 0,
+                cli: Flag::int("N");
+            /// Remove session IDs (`;jsessionid=`, `PHPSESSID`, `sid`, ...) from canonical URLs.
+            strip_session_ids: bool = true,
+                cli: Flag::switch(false)
+                    .named("keep-session-ids")
+                    .help("Keep session IDs in canonical URLs (they are removed by default)");
+            /// Extra request headers, each `"Name: value"`.
+            headers: Vec<String> = Vec::new(),
+                cli: Flag::list("NAME: VALUE").named("header");
+            /// Keep cookies the sites set, for the whole crawl (not stored in the file).
+            cookies: bool = true,
+                cli: Flag::switch(false)
+                    .named("no-cookies")
+                    .help("Do not keep cookies between requests (they are kept by default)");
+            /// Read each host's sitemaps (listed in robots.txt, else `/sitemap.xml`) and crawl
+            /// what they list.
+            sitemaps: bool = true,
+                cli: Flag::switch(false)
+                    .named("no-sitemaps")
+                    .help("Do not read sitemaps (robots.txt's Sitemap lines, /sitemap.xml)");
+            /// Proxies requests go through (`http://`, `https://`, `socks5://` URLs); none means
+            /// direct connections.
+            proxies: Vec<String> = Vec::new(),
+                cli: Flag::list("URL").named("proxy");
+            /// `per-request` (each request takes the next proxy) or `per-host` (a host keeps one).
+            proxy_rotation: Rotation = Rotation::PerRequest,
+                cli: Flag::text("MODE").one_of(&["per-request", "per-host"]);
+            /// Failed connections in a row that take a proxy out of rotation.
+            proxy_max_failures: u32 = 3,
+                cli: Flag::int("N");
+            /// How long a failing proxy stays out of rotation before it is tried again.
+            #[serde(with = "humantime_serde")]
+            proxy_cooldown: Duration = Duration::from_secs(300),
+                cli: Flag::text("DURATION");
+            /// Serve Prometheus metrics on this address (e.g. `127.0.0.1:9898`) while crawling;
+            /// empty for none.
+            metrics_addr: String = String::new(),
+                cli: Flag::text("ADDR");
+            /// PEM files of extra certificate authorities to trust (an internal CA), besides the
+            /// built-in web roots.
+            ca_certs: Vec<PathBuf> = Vec::new(),
+                cli: Flag::list("FILE").named("ca-cert");
+            /// Redis crawls: how long a process's claim on a URL lasts unless renewed (it is
+            /// renewed while the fetch runs). A killed process's URLs return to the crawl after
+            /// this long.
+            #[serde(with = "humantime_serde")]
+            lease: Duration = Duration::from_secs(30),
+                cli: Flag::text("DURATION");
+            /// Write every HTTP request and response to this WARC file (`.warc.gz`, one gzip
+            /// member per record), appending when it exists; `None` (`""` in TOML) for none.
+            /// A relative path is resolved against the current directory of each run.
+            #[serde(with = "optional_path")]
+            warc: Option<PathBuf> = None,
+                builder: PathBuf,
+                cli: Flag::path("FILE").help(
+                    "Write every request and response to this WARC file, e.g. site.warc.gz \
+             (appended to when it exists; \"\" for none)",
+                );
+            /// Memory for the visited set (every URL known, about 36 bytes each). Past it, the
+            /// least recently seen URLs move to files next to the database, so memory stays flat
+            /// however many URLs a crawl finds; 0 keeps every URL in memory.
+            visited_memory: ByteSize = ByteSize(4 << 20),
+                builder: u64,
+                cli: Flag::text("SIZE");
+        }
+    };
+}
