@@ -30,6 +30,8 @@ mod values;
 
 use layers::check_keys;
 pub use layers::Layers;
+#[doc(hidden)]
+pub use options::kebab_case;
 pub use validate::parse_header;
 pub use values::{ByteSize, RateLimit};
 

@@ -15,9 +15,10 @@
 //!     cli: Flag::...;             (what `trawl crawl` makes of it, see src/cli.rs)
 //! ```
 //!
-//! The key in TOML and the flag are the name in kebab-case; the setter is the name. The
-//! `cli` part is an expression over the binary's `Flag` type: only the binary expands it,
-//! so the library never sees clap.
+//! The key in TOML and the flag are the name in kebab-case
+//! ([`option_key!`](crate::option_key)); the setter is the name. The `cli` part is an
+//! expression over the binary's `Flag` type: only the binary expands it, so the library
+//! never sees clap.
 
 /// Calls `$callback! { entries }` with every crawl option; see `src/config/options.rs`.
 #[doc(hidden)]
@@ -170,7 +171,7 @@ macro_rules! crawl_options {
                 builder: PathBuf,
                 cli: Flag::path("FILE").help(
                     "Write every request and response to this WARC file, e.g. site.warc.gz \
-             (appended to when it exists; \"\" for none)",
+     (appended to when it exists; \"\" for none)",
                 );
             /// Memory for the visited set (every URL known, about 36 bytes each). Past it, the
             /// least recently seen URLs move to files next to the database, so memory stays flat
@@ -180,4 +181,33 @@ macro_rules! crawl_options {
                 cli: Flag::text("SIZE");
         }
     };
+}
+
+/// The key of the option named `$name`, as a `&'static str` constant: `option_key!(per_host)`
+/// is `"per-host"`, as serde's kebab-case makes it. A constant because clap takes flag names
+/// as `&'static str`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! option_key {
+    ($name:ident) => {{
+        const BYTES: [u8; stringify!($name).len()] = $crate::config::kebab_case(stringify!($name));
+        const KEY: &str = match ::core::str::from_utf8(&BYTES) {
+            Ok(key) => key,
+            Err(_) => panic!("an option name is ASCII"),
+        };
+        KEY
+    }};
+}
+
+/// `name` with `_` turned to `-`, for [`option_key!`](crate::option_key); `N` is its length.
+#[doc(hidden)]
+pub const fn kebab_case<const N: usize>(name: &str) -> [u8; N] {
+    let name = name.as_bytes();
+    let mut key = [0; N];
+    let mut i = 0;
+    while i < N {
+        key[i] = if name[i] == b'_' { b'-' } else { name[i] };
+        i += 1;
+    }
+    key
 }

@@ -160,3 +160,37 @@ fn sizes_parse() {
     let c = CrawlConfig::layered(None, &[("f", &patch("max-body = 4096"))]).unwrap();
     assert_eq!(c.max_body, ByteSize(4096));
 }
+
+#[test]
+fn every_option_toml_sets_every_option_to_another_value() {
+    // The builder's and the CLI's round-trip tests read this file; an option it left at
+    // its default would pass them without going through its setter or flag.
+    let sample: ConfigPatch = include_str!("every_option.toml").parse().unwrap();
+    let given = CrawlConfig::layered(None, &[("every_option.toml", &sample)])
+        .unwrap()
+        .to_table();
+    for (key, default) in CrawlConfig::default().to_table() {
+        assert!(sample.contains_key(&key), "every_option.toml lacks {key}");
+        assert_ne!(
+            given[&key], default,
+            "every_option.toml sets {key} to its default"
+        );
+    }
+}
+
+macro_rules! option_keys {
+    ($($(#[doc = $doc:literal])* $(#[serde $serde:tt])*
+       $name:ident: $ty:ty = $default:expr, $(builder: $arg:ty,)? cli: $cli:expr;)*) => {
+        /// The key of every option as the builder and the CLI write it.
+        const OPTION_KEYS: &[&str] = &[$(crate::option_key!($name)),*];
+    };
+}
+
+crate::crawl_options!(option_keys);
+
+#[test]
+fn option_keys_are_the_serialised_keys() {
+    let mut keys = OPTION_KEYS.to_vec();
+    keys.sort_unstable();
+    assert_eq!(keys, CrawlConfig::keys());
+}

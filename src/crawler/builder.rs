@@ -8,9 +8,10 @@ use std::time::Duration;
 use url::Url;
 
 use crate::admit::LinkFilter;
-use crate::config::{ByteSize, ConfigPatch, RateLimit};
+use crate::config::{ConfigPatch, RateLimit};
 use crate::engine::worker::PageHook;
 use crate::events::Page;
+use crate::proxy::Rotation;
 use crate::url_norm::ScopeMode;
 
 /// Builds a [`Crawler`]: where to store the crawl, what to crawl, and any options that
@@ -40,28 +41,6 @@ pub struct CrawlerBuilder {
     pub(super) filter: Option<LinkFilter>,
     pub(super) store: Option<String>,
     pub(super) crawl_id: Option<String>,
-}
-
-macro_rules! option_setters {
-    ($($(#[$doc:meta])* $name:ident : $ty:ty => $key:literal, $conv:expr;)*) => {
-        $(
-            $(#[$doc])*
-            pub fn $name(mut self, value: $ty) -> Self {
-                #[allow(clippy::redundant_closure_call)]
-                let v: toml::Value = ($conv)(value);
-                self.options.insert($key.to_string(), v);
-                self
-            }
-        )*
-    };
-}
-
-fn duration(d: Duration) -> toml::Value {
-    toml::Value::String(humantime::format_duration(d).to_string())
-}
-
-fn int(n: u64) -> toml::Value {
-    toml::Value::Integer(n.min(i64::MAX as u64) as i64)
 }
 
 impl CrawlerBuilder {
@@ -143,84 +122,177 @@ impl CrawlerBuilder {
         self
     }
 
-    option_setters! {
-        /// Worker tasks fetching at once (`concurrency`).
-        concurrency: usize => "concurrency", |v: usize| int(v as u64);
-        /// Requests in flight to one host (`per-host`).
-        per_host: usize => "per-host", |v: usize| int(v as u64);
-        /// Body bytes read per response (`max-body`).
-        max_body: u64 => "max-body", |v: u64| toml::Value::String(ByteSize(v).to_string());
-        /// Memory for the visited set, 0 for no limit (`visited-memory`).
-        visited_memory: u64 => "visited-memory", |v: u64| toml::Value::String(ByteSize(v).to_string());
-        /// Time to connect (`connect-timeout`).
-        connect_timeout: Duration => "connect-timeout", duration;
-        /// Longest wait for the next bytes (`read-timeout`).
-        read_timeout: Duration => "read-timeout", duration;
-        /// Longest time for a whole request (`timeout`).
-        timeout: Duration => "timeout", duration;
-        /// Redirect hops followed from one URL (`max-redirects`).
-        max_redirects: u32 => "max-redirects", |v: u32| int(v.into());
-        /// Which URLs are in scope (`scope`).
-        scope: ScopeMode => "scope", |v: ScopeMode| toml::Value::String(v.as_str().into());
-        /// Only fetch URLs matching one of these regexes (`include`).
-        include: Vec<String> => "include", |v: Vec<String>| toml::Value::Array(v.into_iter().map(toml::Value::String).collect());
-        /// Never fetch URLs matching one of these regexes (`exclude`).
-        exclude: Vec<String> => "exclude", |v: Vec<String>| toml::Value::Array(v.into_iter().map(toml::Value::String).collect());
-        /// Deepest click depth fetched, 0 for none (`max-depth`).
-        max_depth: u32 => "max-depth", |v: u32| int(v.into());
-        /// Most URLs fetched, 0 for none (`max-pages`).
-        max_pages: u64 => "max-pages", int;
-        /// The User-Agent header (`user-agent`).
-        user_agent: String => "user-agent", toml::Value::String;
-        /// Time in-flight fetches get after a stop is asked for (`grace-period`).
-        grace_period: Duration => "grace-period", duration;
-        /// Ignore robots.txt (`ignore-robots`).
-        ignore_robots: bool => "ignore-robots", toml::Value::Boolean;
-        /// Least time between two requests to one host (`delay`).
-        delay: Duration => "delay", duration;
-        /// Most requests per host per window (`rate-limit`).
-        rate_limit: RateLimit => "rate-limit", |v: RateLimit| toml::Value::String(v.to_string());
-        /// Longest robots.txt Crawl-delay honoured (`max-crawl-delay`).
-        max_crawl_delay: Duration => "max-crawl-delay", duration;
-        /// Longest pause honoured from Retry-After (`max-retry-after`).
-        max_retry_after: Duration => "max-retry-after", duration;
-        /// Attempts per URL for transient faults (`max-attempts`).
-        max_attempts: u32 => "max-attempts", |v: u32| int(v.into());
-        /// Base of the backoff between attempts (`retry-backoff`).
-        retry_backoff: Duration => "retry-backoff", duration;
-        /// Longest URL admitted, 0 for none (`max-url-length`).
-        max_url_length: usize => "max-url-length", |v: usize| int(v as u64);
-        /// Most path segments in a URL, 0 for none (`max-path-segments`).
-        max_path_segments: usize => "max-path-segments", |v: usize| int(v as u64);
-        /// Most repeats of one path segment, 0 for none (`max-repeated-segments`).
-        max_repeated_segments: usize => "max-repeated-segments", |v: usize| int(v as u64);
-        /// Most URLs fetched from one host, 0 for none (`max-pages-per-host`).
-        max_pages_per_host: u64 => "max-pages-per-host", int;
-        /// Remove session IDs from canonical URLs (`strip-session-ids`).
-        strip_session_ids: bool => "strip-session-ids", toml::Value::Boolean;
-        /// Extra request headers, each "Name: value" (`headers`).
-        headers: Vec<String> => "headers", |v: Vec<String>| toml::Value::Array(v.into_iter().map(toml::Value::String).collect());
-        /// Keep cookies for the crawl (`cookies`).
-        cookies: bool => "cookies", toml::Value::Boolean;
-        /// Read sitemaps (`sitemaps`).
-        sitemaps: bool => "sitemaps", toml::Value::Boolean;
-        /// Proxies requests go through (`proxies`).
-        proxies: Vec<String> => "proxies", |v: Vec<String>| toml::Value::Array(v.into_iter().map(toml::Value::String).collect());
-        /// How requests spread over the proxies (`proxy-rotation`).
-        proxy_rotation: crate::proxy::Rotation => "proxy-rotation", |v: crate::proxy::Rotation| toml::Value::String(v.as_str().into());
-        /// Failures that take a proxy out of rotation (`proxy-max-failures`).
-        proxy_max_failures: u32 => "proxy-max-failures", |v: u32| int(v.into());
-        /// How long a failing proxy stays out (`proxy-cooldown`).
-        proxy_cooldown: Duration => "proxy-cooldown", duration;
-        /// Serve Prometheus metrics here while crawling (`metrics-addr`).
-        metrics_addr: String => "metrics-addr", toml::Value::String;
-        /// Redis crawls: how long a claim on a URL lasts unless renewed (`lease`).
-        lease: Duration => "lease", duration;
-        /// Extra certificate authorities to trust, PEM files (`ca-certs`).
-        ca_certs: Vec<PathBuf> => "ca-certs", |v: Vec<PathBuf>| toml::Value::Array(v.into_iter().map(|p| toml::Value::String(p.display().to_string())).collect());
-        /// Write every request and response to this WARC file, appending when it exists
-        /// (`warc`). A relative path is resolved against the current directory of each
-        /// run, so pass an absolute one to resume from anywhere.
-        warc: PathBuf => "warc", |v: PathBuf| toml::Value::String(v.to_string_lossy().into_owned());
+    fn set(mut self, key: &str, value: impl OptionValue) -> Self {
+        self.options.insert(key.to_string(), value.into_value());
+        self
+    }
+}
+
+/// Turns the entries of [`crate::crawl_options!`] into setters named as the options, each
+/// with its option's doc.
+macro_rules! setters {
+    ($($(#[doc = $doc:literal])* $(#[serde $serde:tt])*
+       $name:ident: $ty:ty = $default:expr, $(builder: $arg:ty,)? cli: $cli:expr;)*) => {
+        impl CrawlerBuilder {
+            $(
+                $(#[doc = $doc])*
+                #[doc = ""]
+                #[doc = concat!(
+                    "Sets [`CrawlConfig::", stringify!($name), "`](crate::CrawlConfig::",
+                    stringify!($name), ")."
+                )]
+                pub fn $name(self, value: setter_arg!($ty $(, $arg)?)) -> Self {
+                    self.set(crate::option_key!($name), value)
+                }
+            )*
+        }
+    };
+}
+
+/// A setter takes the option's type unless its entry names another (`builder: u64`).
+macro_rules! setter_arg {
+    ($ty:ty, $arg:ty) => {
+        $arg
+    };
+    ($ty:ty) => {
+        $ty
+    };
+}
+
+crate::crawl_options!(setters);
+
+/// A setter's argument as the TOML value of its option, written as a config file would
+/// write it.
+trait OptionValue {
+    fn into_value(self) -> toml::Value;
+}
+
+macro_rules! integer_values {
+    ($($t:ty),*) => {$(
+        impl OptionValue for $t {
+            fn into_value(self) -> toml::Value {
+                // TOML integers are i64; anything larger means "no limit" just as well.
+                toml::Value::Integer(i64::try_from(self).unwrap_or(i64::MAX))
+            }
+        }
+    )*};
+}
+
+integer_values!(u32, u64, usize);
+
+impl OptionValue for bool {
+    fn into_value(self) -> toml::Value {
+        toml::Value::Boolean(self)
+    }
+}
+
+impl OptionValue for String {
+    fn into_value(self) -> toml::Value {
+        toml::Value::String(self)
+    }
+}
+
+impl OptionValue for PathBuf {
+    fn into_value(self) -> toml::Value {
+        toml::Value::String(self.to_string_lossy().into_owned())
+    }
+}
+
+impl<T: OptionValue> OptionValue for Vec<T> {
+    fn into_value(self) -> toml::Value {
+        toml::Value::Array(self.into_iter().map(T::into_value).collect())
+    }
+}
+
+impl OptionValue for Duration {
+    fn into_value(self) -> toml::Value {
+        toml::Value::String(humantime::format_duration(self).to_string())
+    }
+}
+
+impl OptionValue for RateLimit {
+    fn into_value(self) -> toml::Value {
+        toml::Value::String(self.to_string())
+    }
+}
+
+impl OptionValue for ScopeMode {
+    fn into_value(self) -> toml::Value {
+        toml::Value::String(self.as_str().into())
+    }
+}
+
+impl OptionValue for Rotation {
+    fn into_value(self) -> toml::Value {
+        toml::Value::String(self.as_str().into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ByteSize, CrawlConfig, Layers};
+
+    /// A config field's value as its setter takes it.
+    trait ToArg<A> {
+        fn to_arg(self) -> A;
+    }
+
+    impl<T> ToArg<T> for T {
+        fn to_arg(self) -> T {
+            self
+        }
+    }
+
+    impl ToArg<u64> for ByteSize {
+        fn to_arg(self) -> u64 {
+            self.0
+        }
+    }
+
+    impl ToArg<PathBuf> for Option<PathBuf> {
+        fn to_arg(self) -> PathBuf {
+            self.unwrap_or_default()
+        }
+    }
+
+    macro_rules! set_all {
+        ($($(#[doc = $doc:literal])* $(#[serde $serde:tt])*
+           $name:ident: $ty:ty = $default:expr, $(builder: $arg:ty,)? cli: $cli:expr;)*) => {
+            /// Every setter called with the value `config` has.
+            fn set_all(builder: CrawlerBuilder, config: CrawlConfig) -> CrawlerBuilder {
+                builder $(.$name(config.$name.to_arg()))*
+            }
+        };
+    }
+
+    crate::crawl_options!(set_all);
+
+    #[test]
+    fn every_option_round_trips_through_its_setter() {
+        let text = include_str!("../config/every_option.toml");
+        let sample = CrawlConfig::from_toml(text).unwrap();
+        let builder = set_all(CrawlerBuilder::default(), sample.clone());
+        assert_eq!(builder.options.len(), CrawlConfig::keys().len());
+        let layers = Layers::read(&[], builder.options).unwrap();
+        assert_eq!(layers.given().unwrap(), sample);
+    }
+
+    #[test]
+    fn setters_take_plain_values() {
+        let b = CrawlerBuilder::default()
+            .max_body(4096)
+            .visited_memory(0)
+            .max_pages(u64::MAX)
+            .warc(PathBuf::from("site.warc.gz"))
+            .timeout(Duration::from_millis(1500));
+        let c = Layers::read(&[], b.options).unwrap().given().unwrap();
+        assert_eq!(
+            (c.max_body, c.visited_memory),
+            (ByteSize(4096), ByteSize(0))
+        );
+        assert_eq!(c.max_pages, i64::MAX as u64);
+        assert_eq!(c.warc, Some(PathBuf::from("site.warc.gz")));
+        assert_eq!(c.timeout, Duration::from_millis(1500));
     }
 }
