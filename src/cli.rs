@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::builder::PossibleValuesParser;
+use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand, ValueEnum};
+use trawl::config::{Flag, FlagKind};
 
 /// A site crawler: every page and link of a site in a resumable SQLite file.
 #[derive(Debug, Parser)]
@@ -120,128 +122,163 @@ pub struct CrawlArgs {
     pub output: OutputArgs,
 }
 
-/// The crawl options. Each is also a key of `config/default.toml` with the same name and
-/// default; given here, it overrides the file and the stored configuration.
-#[derive(Debug, Args, Default)]
+/// The crawl options given as flags. Each flag is made from an option's entry in
+/// `trawl::crawl_options!` (src/config/options.rs), so each is also a key of
+/// `config/default.toml` with the same name and default; given here, it overrides the file
+/// and the stored configuration.
+#[derive(Debug, Clone, Default)]
 pub struct CrawlOptions {
-    /// Worker tasks fetching at once [default: 16].
-    #[arg(long, value_name = "N")]
-    pub concurrency: Option<u64>,
-    /// Requests in flight to one host [default: 8].
-    #[arg(long, value_name = "N")]
-    pub per_host: Option<u64>,
-    /// Body bytes read per response, e.g. 10MiB; longer bodies are cut [default: 10MiB].
-    #[arg(long, value_name = "SIZE")]
-    pub max_body: Option<String>,
-    /// Time to connect, e.g. 10s [default: 10s].
-    #[arg(long, value_name = "DURATION")]
-    pub connect_timeout: Option<String>,
-    /// Longest wait for the next bytes of a response [default: 30s].
-    #[arg(long, value_name = "DURATION")]
-    pub read_timeout: Option<String>,
-    /// Longest time for one whole request [default: 1m].
-    #[arg(long, value_name = "DURATION")]
-    pub timeout: Option<String>,
-    /// Redirect hops followed from one URL [default: 10].
-    #[arg(long, value_name = "N")]
-    pub max_redirects: Option<u64>,
-    /// Which URLs are fetched: the seeds' hosts, their registrable domains, or URLs under
-    /// the seeds' directories [default: host].
-    #[arg(long, value_name = "SCOPE", value_parser = ["host", "domain", "prefix"])]
-    pub scope: Option<String>,
-    /// Only fetch URLs matching this regex (repeatable).
-    #[arg(long, value_name = "REGEX")]
-    pub include: Vec<String>,
-    /// Never fetch URLs matching this regex (repeatable).
-    #[arg(long, value_name = "REGEX")]
-    pub exclude: Vec<String>,
-    /// Deepest click depth fetched, 0 for no limit [default: 0].
-    #[arg(long, value_name = "N")]
-    pub max_depth: Option<u64>,
-    /// Most URLs fetched in the whole crawl, 0 for no limit [default: 0].
-    #[arg(long, value_name = "N")]
-    pub max_pages: Option<u64>,
-    /// The User-Agent header [default: trawl/VERSION (+https://crates.io/crates/trawl)].
-    #[arg(long, value_name = "STRING")]
-    pub user_agent: Option<String>,
-    /// After Ctrl-C, how long fetches under way may take to finish [default: 10s].
-    #[arg(long, value_name = "DURATION")]
-    pub grace_period: Option<String>,
-    /// Fetch what robots.txt disallows and ignore its Crawl-delay.
-    #[arg(long)]
-    pub ignore_robots: bool,
-    /// Least time between two requests to one host, e.g. 500ms [default: 0s].
-    #[arg(long, value_name = "DURATION")]
-    pub delay: Option<String>,
-    /// Most requests per host per window, e.g. 120/1m [default: 0/1s, no limit].
-    #[arg(long, value_name = "N/DURATION")]
-    pub rate_limit: Option<String>,
-    /// Longest robots.txt Crawl-delay honoured [default: 30s].
-    #[arg(long, value_name = "DURATION")]
-    pub max_crawl_delay: Option<String>,
-    /// Longest pause honoured from Retry-After on 429/503 [default: 10m].
-    #[arg(long, value_name = "DURATION")]
-    pub max_retry_after: Option<String>,
-    /// Attempts per URL for transient faults, the first included [default: 3].
-    #[arg(long, value_name = "N")]
-    pub max_attempts: Option<u64>,
-    /// Base of the exponential backoff between attempts [default: 1s].
-    #[arg(long, value_name = "DURATION")]
-    pub retry_backoff: Option<String>,
-    /// Longest URL admitted in bytes, 0 for no limit [default: 2048].
-    #[arg(long, value_name = "N")]
-    pub max_url_length: Option<u64>,
-    /// Most path segments in a URL, 0 for no limit [default: 32].
-    #[arg(long, value_name = "N")]
-    pub max_path_segments: Option<u64>,
-    /// Most times one path segment may occur in a URL, 0 for no limit [default: 3].
-    #[arg(long, value_name = "N")]
-    pub max_repeated_segments: Option<u64>,
-    /// Most URLs fetched from one host, 0 for no limit [default: 0].
-    #[arg(long, value_name = "N")]
-    pub max_pages_per_host: Option<u64>,
-    /// Keep session IDs in canonical URLs (they are removed by default).
-    #[arg(long)]
-    pub keep_session_ids: bool,
-    /// An extra request header, "Name: value" (repeatable).
-    #[arg(long = "header", value_name = "NAME: VALUE")]
-    pub headers: Vec<String>,
-    /// Do not keep cookies between requests (they are kept by default).
-    #[arg(long)]
-    pub no_cookies: bool,
-    /// Do not read sitemaps (robots.txt's Sitemap lines, /sitemap.xml).
-    #[arg(long)]
-    pub no_sitemaps: bool,
-    /// A proxy to send requests through: http://, https:// or socks5:// (repeatable).
-    #[arg(long = "proxy", value_name = "URL")]
-    pub proxies: Vec<String>,
-    /// per-request (each request the next proxy) or per-host [default: per-request].
-    #[arg(long, value_name = "MODE", value_parser = ["per-request", "per-host"])]
-    pub proxy_rotation: Option<String>,
-    /// Failed connections that take a proxy out of rotation [default: 3].
-    #[arg(long, value_name = "N")]
-    pub proxy_max_failures: Option<u64>,
-    /// How long a failing proxy stays out of rotation [default: 5m].
-    #[arg(long, value_name = "DURATION")]
-    pub proxy_cooldown: Option<String>,
-    /// Serve Prometheus metrics on this address while crawling, e.g. 127.0.0.1:9898.
-    #[arg(long, value_name = "ADDR")]
-    pub metrics_addr: Option<String>,
-    /// A PEM file of extra certificate authorities to trust (repeatable).
-    #[arg(long = "ca-cert", value_name = "FILE")]
-    pub ca_certs: Vec<String>,
-    /// Redis crawls: how long a claim on a URL lasts unless renewed; a killed process's
-    /// URLs go back to the crawl after this [default: 30s].
-    #[arg(long, value_name = "DURATION")]
-    pub lease: Option<String>,
-    /// Write every request and response to this WARC file, e.g. site.warc.gz (appended to
-    /// when it exists; "" for none).
-    #[arg(long, value_name = "FILE")]
-    pub warc: Option<PathBuf>,
-    /// Memory for the visited set, e.g. 64MiB; past it, URLs move to files next to the
-    /// database; 0 for no limit [default: 4MiB].
-    #[arg(long, value_name = "SIZE")]
-    pub visited_memory: Option<String>,
+    patch: toml::Table,
+}
+
+impl CrawlOptions {
+    /// The options given, as a config patch keyed like `config/default.toml`.
+    pub fn to_patch(&self) -> toml::Table {
+        self.patch.clone()
+    }
+}
+
+impl Args for CrawlOptions {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        let defaults = match toml::Value::try_from(trawl::CrawlConfig::default()) {
+            Ok(toml::Value::Table(t)) => t,
+            _ => unreachable!("a struct serialises to a table"),
+        };
+        cmd.args(FLAGS.iter().map(|flag| flag.arg(&defaults)))
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for CrawlOptions {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut options = CrawlOptions::default();
+        options.update_from_arg_matches(matches)?;
+        Ok(options)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        for flag in FLAGS {
+            if let Some(value) = flag.value(matches) {
+                self.patch.insert(flag.key.to_string(), value);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Turns the entries of `trawl::crawl_options!` into [`FLAGS`].
+macro_rules! flags {
+    ($($(#[doc = $doc:literal])* $(#[serde $serde:tt])*
+       $name:ident: $ty:ty = $default:expr, $(builder: $arg:ty,)? cli: $cli:expr;)*) => {
+        /// The flag of every crawl option, in the order of the list.
+        const FLAGS: &[OptionFlag] = &[$(OptionFlag {
+            key: trawl::option_key!($name),
+            doc: concat!($($doc, "\n"),*),
+            flag: $cli,
+        }),*];
+    };
+}
+
+trawl::crawl_options!(flags);
+
+/// An option's flag, with the option's key and doc.
+#[derive(Debug)]
+struct OptionFlag {
+    key: &'static str,
+    doc: &'static str,
+    flag: Flag,
+}
+
+impl OptionFlag {
+    fn long(&self) -> &'static str {
+        self.flag.long.unwrap_or(self.key)
+    }
+
+    fn arg(&self, defaults: &toml::Table) -> Arg {
+        let arg = Arg::new(self.key)
+            .long(self.long())
+            .help(self.help_text(defaults));
+        if let FlagKind::Switch(_) = self.flag.kind {
+            return arg.action(ArgAction::SetTrue);
+        }
+        let arg = arg.value_name(self.flag.value_name).action(ArgAction::Set);
+        match self.flag.kind {
+            FlagKind::Int => arg.value_parser(clap::value_parser!(u64)),
+            FlagKind::Path => arg.value_parser(clap::value_parser!(PathBuf)),
+            FlagKind::List => arg.action(ArgAction::Append),
+            _ if !self.flag.values.is_empty() => {
+                arg.value_parser(PossibleValuesParser::new(self.flag.values.iter().copied()))
+            }
+            _ => arg,
+        }
+    }
+
+    /// The help line: the doc in clap's style, then the default (or that it repeats).
+    fn help_text(&self, defaults: &toml::Table) -> String {
+        let text = match self.flag.help {
+            Some(help) => help.to_string(),
+            None => prose(self.doc),
+        };
+        match (self.flag.kind, defaults.get(self.key)) {
+            (FlagKind::List, _) => format!("{text} (repeatable)"),
+            (FlagKind::Switch(_), _) | (_, None) => text,
+            (_, Some(toml::Value::String(s))) if s.is_empty() => text,
+            (_, Some(toml::Value::String(s))) => format!("{text} [default: {s}]"),
+            (_, Some(v)) => format!("{text} [default: {v}]"),
+        }
+    }
+
+    /// The option's value in `matches`, as TOML, when the flag was given.
+    fn value(&self, matches: &ArgMatches) -> Option<toml::Value> {
+        use toml::Value;
+        let key = self.key;
+        match self.flag.kind {
+            FlagKind::Switch(sets) => matches.get_flag(key).then_some(Value::Boolean(sets)),
+            FlagKind::Int => matches
+                .get_one::<u64>(key)
+                .map(|&n| Value::Integer(i64::try_from(n).unwrap_or(i64::MAX))),
+            FlagKind::Text => matches.get_one::<String>(key).cloned().map(Value::String),
+            FlagKind::Path => matches.get_one::<PathBuf>(key).map(|path| {
+                // Stored absolute, so resuming from another directory appends to the same
+                // file.
+                let path = if path.as_os_str().is_empty() {
+                    PathBuf::new()
+                } else {
+                    std::path::absolute(path).unwrap_or_else(|_| path.clone())
+                };
+                Value::String(path.to_string_lossy().into_owned())
+            }),
+            FlagKind::List => matches
+                .get_many::<String>(key)
+                .map(|v| Value::Array(v.cloned().map(Value::String).collect())),
+        }
+    }
+}
+
+/// A doc comment as a line of help in clap's style (no closing period). A terminal shows
+/// Markdown as it is, so code marks go: a bare word keeps quotes (`a` in `/a/b/a` would
+/// read as the article), anything else (a URL, text already in quotes) stands alone.
+fn prose(doc: &str) -> String {
+    let text = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut help = String::with_capacity(text.len());
+    for (i, part) in text.split('`').enumerate() {
+        let word = !part.is_empty()
+            && part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if i % 2 == 1 && word {
+            help.push_str(&format!("\"{part}\""));
+        } else {
+            help.push_str(part);
+        }
+    }
+    match help.strip_suffix('.') {
+        Some(h) => h.to_string(),
+        None => help,
+    }
 }
 
 /// How a crawl reports.
@@ -414,94 +451,6 @@ pub struct ReportArgs {
     pub limit: Option<u64>,
 }
 
-impl CrawlOptions {
-    /// The options given, as a config patch keyed like `config/default.toml`.
-    pub fn to_patch(&self) -> toml::Table {
-        let mut t = toml::Table::new();
-        let mut int = |k: &str, v: Option<u64>| {
-            if let Some(v) = v {
-                t.insert(
-                    k.into(),
-                    toml::Value::Integer(v.min(i64::MAX as u64) as i64),
-                );
-            }
-        };
-        int("concurrency", self.concurrency);
-        int("per-host", self.per_host);
-        int("max-redirects", self.max_redirects);
-        int("max-depth", self.max_depth);
-        int("max-pages", self.max_pages);
-        int("max-attempts", self.max_attempts);
-        int("max-url-length", self.max_url_length);
-        int("max-path-segments", self.max_path_segments);
-        int("max-repeated-segments", self.max_repeated_segments);
-        int("max-pages-per-host", self.max_pages_per_host);
-        int("proxy-max-failures", self.proxy_max_failures);
-        if self.keep_session_ids {
-            t.insert("strip-session-ids".into(), toml::Value::Boolean(false));
-        }
-        if self.ignore_robots {
-            t.insert("ignore-robots".into(), toml::Value::Boolean(true));
-        }
-        for (k, v) in [
-            ("max-body", &self.max_body),
-            ("visited-memory", &self.visited_memory),
-            ("connect-timeout", &self.connect_timeout),
-            ("read-timeout", &self.read_timeout),
-            ("timeout", &self.timeout),
-            ("scope", &self.scope),
-            ("user-agent", &self.user_agent),
-            ("grace-period", &self.grace_period),
-            ("lease", &self.lease),
-            ("delay", &self.delay),
-            ("rate-limit", &self.rate_limit),
-            ("max-crawl-delay", &self.max_crawl_delay),
-            ("max-retry-after", &self.max_retry_after),
-            ("retry-backoff", &self.retry_backoff),
-            ("proxy-rotation", &self.proxy_rotation),
-            ("proxy-cooldown", &self.proxy_cooldown),
-            ("metrics-addr", &self.metrics_addr),
-        ] {
-            if let Some(v) = v {
-                t.insert(k.into(), toml::Value::String(v.clone()));
-            }
-        }
-        if let Some(path) = &self.warc {
-            // Stored absolute, so resuming from another directory appends to the same file.
-            let path = if path.as_os_str().is_empty() {
-                PathBuf::new()
-            } else {
-                std::path::absolute(path).unwrap_or_else(|_| path.clone())
-            };
-            t.insert(
-                "warc".into(),
-                toml::Value::String(path.to_string_lossy().into_owned()),
-            );
-        }
-        if self.no_cookies {
-            t.insert("cookies".into(), toml::Value::Boolean(false));
-        }
-        if self.no_sitemaps {
-            t.insert("sitemaps".into(), toml::Value::Boolean(false));
-        }
-        for (k, v) in [
-            ("include", &self.include),
-            ("exclude", &self.exclude),
-            ("headers", &self.headers),
-            ("proxies", &self.proxies),
-            ("ca-certs", &self.ca_certs),
-        ] {
-            if !v.is_empty() {
-                t.insert(
-                    k.into(),
-                    toml::Value::Array(v.iter().cloned().map(toml::Value::String).collect()),
-                );
-            }
-        }
-        t
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -512,64 +461,105 @@ mod tests {
         Cli::command().debug_assert();
     }
 
+    /// The crawl options `trawl crawl ARGS` gives, as a patch.
+    fn patch(args: &[&str]) -> toml::Table {
+        let argv = ["trawl", "crawl", "--db", "site.db"].iter().chain(args);
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Crawl(args) => args.layers.options.to_patch(),
+            _ => unreachable!("a crawl command line"),
+        }
+    }
+
     #[test]
-    fn every_option_is_a_config_key() {
-        // Each flag of CrawlOptions must be a key CrawlConfig accepts, so the CLI and the
-        // file never disagree on a name.
-        let opts = CrawlOptions {
-            concurrency: Some(2),
-            per_host: Some(1),
-            max_body: Some("1MiB".into()),
-            connect_timeout: Some("1s".into()),
-            read_timeout: Some("2s".into()),
-            timeout: Some("3s".into()),
-            max_redirects: Some(4),
-            scope: Some("domain".into()),
-            include: vec!["a".into()],
-            exclude: vec!["b".into()],
-            max_depth: Some(5),
-            max_pages: Some(6),
-            user_agent: Some("x".into()),
-            grace_period: Some("7s".into()),
-            lease: Some("9s".into()),
-            visited_memory: Some("1MiB".into()),
-            ignore_robots: true,
-            delay: Some("1ms".into()),
-            rate_limit: Some("5/1s".into()),
-            max_crawl_delay: Some("2s".into()),
-            max_retry_after: Some("3s".into()),
-            max_attempts: Some(2),
-            retry_backoff: Some("10ms".into()),
-            max_url_length: Some(100),
-            max_path_segments: Some(5),
-            max_repeated_segments: Some(2),
-            max_pages_per_host: Some(9),
-            keep_session_ids: true,
-            headers: vec!["X-A: b".into()],
-            no_cookies: true,
-            no_sitemaps: true,
-            proxies: vec!["http://127.0.0.1:1".into()],
-            proxy_rotation: Some("per-host".into()),
-            proxy_max_failures: Some(2),
-            proxy_cooldown: Some("1m".into()),
-            metrics_addr: Some("127.0.0.1:9898".into()),
-            ca_certs: vec!["ca.pem".into()],
-            warc: Some("site.warc.gz".into()),
-        };
-        let patch = opts.to_patch();
-        let config = trawl::CrawlConfig::layered(None, &[("flags", &patch)]).unwrap();
-        assert_eq!(config.max_pages, 6);
-        assert_eq!(config.scope, trawl::ScopeMode::Domain);
-        let warc = config.warc.expect("--warc is the warc key");
+    fn every_option_round_trips_through_its_flag() {
+        // Every option of every_option.toml (each set to another value than its default)
+        // given as its flag must give the configuration the file gives.
+        let sample: toml::Table = include_str!("config/every_option.toml").parse().unwrap();
+        let mut args = Vec::new();
+        for flag in FLAGS {
+            let long = format!("--{}", flag.long());
+            match &sample[flag.key] {
+                toml::Value::Boolean(_) => args.push(long),
+                toml::Value::Array(values) => {
+                    for v in values {
+                        args.extend([long.clone(), v.as_str().unwrap().to_string()]);
+                    }
+                }
+                toml::Value::String(s) => args.extend([long, s.clone()]),
+                other => args.extend([long, other.to_string()]),
+            }
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let from_flags = trawl::CrawlConfig::layered(None, &[("flags", &patch(&args))]);
+        let from_file = trawl::CrawlConfig::layered(None, &[("file", &sample)]);
+        assert_eq!(from_flags.unwrap(), from_file.unwrap());
+    }
+
+    #[test]
+    fn flags_keep_their_names() {
+        // README, scripts and tests use these; the flag is not the key for most of them.
+        let p = patch(&[
+            "--header=X-A: b",
+            "--header=X-B: c",
+            "--proxy=http://127.0.0.1:1",
+            "--ca-cert=ca.pem",
+            "--no-cookies",
+            "--no-sitemaps",
+            "--keep-session-ids",
+            "--ignore-robots",
+            "--scope=prefix",
+            "--proxy-rotation=per-host",
+            "--max-pages=18446744073709551615",
+        ]);
+        let expected: toml::Table = r#"
+            headers = ["X-A: b", "X-B: c"]
+            proxies = ["http://127.0.0.1:1"]
+            ca-certs = ["ca.pem"]
+            cookies = false
+            sitemaps = false
+            strip-session-ids = false
+            ignore-robots = true
+            scope = "prefix"
+            proxy-rotation = "per-host"
+            max-pages = 9223372036854775807
+        "#
+        .parse()
+        .unwrap();
+        assert_eq!(p, expected);
+        let parse = |flags: &[&str]| Cli::try_parse_from(["trawl", "config"].iter().chain(flags));
+        assert!(parse(&["--scope", "prefix"]).is_ok());
+        assert!(parse(&["--scope", "planet"]).is_err());
+        assert!(parse(&["--max-pages", "ten"]).is_err());
+        assert!(patch(&[]).is_empty());
+    }
+
+    #[test]
+    fn warc_is_stored_absolute() {
+        let p = patch(&["--warc", "site.warc.gz"]);
+        let warc = std::path::Path::new(p["warc"].as_str().unwrap());
         assert!(
             warc.is_absolute() && warc.ends_with("site.warc.gz"),
             "{warc:?}"
         );
-        let all = toml::Value::try_from(trawl::CrawlConfig::default()).unwrap();
+    }
+
+    #[test]
+    fn help_gives_the_default() {
+        let cmd = Cli::command();
+        let crawl = cmd.find_subcommand("crawl").unwrap();
+        let help = |long: &str| {
+            let arg = crawl.get_arguments().find(|a| a.get_long() == Some(long));
+            arg.unwrap().get_help().unwrap().to_string()
+        };
         assert_eq!(
-            patch.len(),
-            all.as_table().unwrap().len(),
-            "a config key has no flag"
+            help("concurrency"),
+            "Worker tasks fetching at once [default: 16]"
         );
+        assert!(help("timeout").ends_with(" [default: 1m]"));
+        assert!(help("scope").contains(r#""host" (the seeds' hosts)"#));
+        assert!(help("rate-limit").contains(r#"as "N/DURATION" (e.g. "120/1m")"#));
+        assert!(help("header").ends_with(" (repeatable)"));
+        assert!(!help("metrics-addr").contains("[default"));
+        assert!(help("no-cookies").starts_with("Do not keep cookies"));
     }
 }

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::proxy::Rotation;
 use crate::url_norm::ScopeMode;
 
+mod flag;
 mod layers;
 mod options;
 #[cfg(test)]
@@ -28,6 +29,8 @@ mod tests;
 mod validate;
 mod values;
 
+#[doc(hidden)]
+pub use flag::{Flag, FlagKind};
 use layers::check_keys;
 pub use layers::Layers;
 #[doc(hidden)]

@@ -3,7 +3,9 @@
 //! [`crawl_options!`](crate::crawl_options) hands every option, in order, to a macro named
 //! by its caller, which turns the list into code: [`CrawlConfig`](super::CrawlConfig) and
 //! its `Default` here, the setters of [`CrawlerBuilder`](crate::CrawlerBuilder), the flags
-//! of `trawl crawl` in the binary. Adding an option is adding an entry (and its use).
+//! of `trawl crawl` in the binary. Adding an option is adding an entry here, its use, and a
+//! line each to `config/default.toml` (its documentation for users) and to
+//! `every_option.toml` (a value for the round-trip tests); tests say when one is missing.
 //!
 //! An entry reads
 //!
@@ -12,13 +14,12 @@
 //! #[serde(...)]                   (any serde attributes of the field)
 //! name: Type = default,
 //!     builder: ArgType,           (optional: the setter's argument when it is not Type)
-//!     cli: Flag::...;             (what `trawl crawl` makes of it, see src/cli.rs)
+//!     cli: Flag::...;             (what `trawl crawl` makes of it, see flag.rs)
 //! ```
 //!
 //! The key in TOML and the flag are the name in kebab-case
-//! ([`option_key!`](crate::option_key)); the setter is the name. The `cli` part is an
-//! expression over the binary's `Flag` type: only the binary expands it, so the library
-//! never sees clap.
+//! ([`option_key!`](crate::option_key)); the setter is the name. The `cli` part is a
+//! [`Flag`](super::Flag), plain data that only the binary turns into a clap argument.
 
 /// Calls `$callback! { entries }` with every crawl option; see `src/config/options.rs`.
 #[doc(hidden)]
@@ -169,10 +170,10 @@ macro_rules! crawl_options {
             #[serde(with = "optional_path")]
             warc: Option<PathBuf> = None,
                 builder: PathBuf,
-                cli: Flag::path("FILE").help(
-                    "Write every request and response to this WARC file, e.g. site.warc.gz \
-     (appended to when it exists; \"\" for none)",
-                );
+                cli: Flag::path("FILE").help(concat!(
+                    "Write every request and response to this WARC file, e.g. site.warc.gz ",
+                    "(appended to when it exists; \"\" for none)",
+                ));
             /// Memory for the visited set (every URL known, about 36 bytes each). Past it, the
             /// least recently seen URLs move to files next to the database, so memory stays flat
             /// however many URLs a crawl finds; 0 keeps every URL in memory.
