@@ -1,10 +1,13 @@
 //! The command line: clap definitions only. `main.rs` turns them into library calls; the
 //! crawl options become a config patch keyed by the same names as `config/default.toml`.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::builder::PossibleValuesParser;
-use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand, ValueEnum};
+use clap::{
+    Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand, ValueEnum, ValueHint,
+};
 use trawl::config::{Flag, FlagKind};
 
 /// A site crawler: every page and link of a site in a resumable SQLite file.
@@ -207,7 +210,10 @@ impl OptionFlag {
         let arg = arg.value_name(self.flag.value_name).action(ArgAction::Set);
         match self.flag.kind {
             FlagKind::Int => arg.value_parser(clap::value_parser!(u64)),
-            FlagKind::Path => arg.value_parser(clap::value_parser!(PathBuf)),
+            // Not clap's PathBuf parser: it refuses "", which turns the file off.
+            FlagKind::Path => arg
+                .value_parser(clap::value_parser!(OsString))
+                .value_hint(ValueHint::AnyPath),
             FlagKind::List => arg.action(ArgAction::Append),
             _ if !self.flag.values.is_empty() => {
                 arg.value_parser(PossibleValuesParser::new(self.flag.values.iter().copied()))
@@ -241,13 +247,13 @@ impl OptionFlag {
                 .get_one::<u64>(key)
                 .map(|&n| Value::Integer(i64::try_from(n).unwrap_or(i64::MAX))),
             FlagKind::Text => matches.get_one::<String>(key).cloned().map(Value::String),
-            FlagKind::Path => matches.get_one::<PathBuf>(key).map(|path| {
+            FlagKind::Path => matches.get_one::<OsString>(key).map(|path| {
                 // Stored absolute, so resuming from another directory appends to the same
                 // file.
-                let path = if path.as_os_str().is_empty() {
+                let path = if path.is_empty() {
                     PathBuf::new()
                 } else {
-                    std::path::absolute(path).unwrap_or_else(|_| path.clone())
+                    std::path::absolute(path).unwrap_or_else(|_| path.into())
                 };
                 Value::String(path.to_string_lossy().into_owned())
             }),
@@ -541,6 +547,8 @@ mod tests {
             warc.is_absolute() && warc.ends_with("site.warc.gz"),
             "{warc:?}"
         );
+        // An empty path turns WARC output off again.
+        assert_eq!(patch(&["--warc", ""])["warc"].as_str(), Some(""));
     }
 
     #[test]
