@@ -8,6 +8,7 @@
 //! over the configuration a crawl was started with, when it resumes).
 //!
 //! - `options`: the list of options, with their types, defaults and docs.
+//! - `flag`: what `trawl crawl` makes of an option, as data the binary gives clap.
 //! - `values`: the value types of options that are not plain Rust types ([`ByteSize`],
 //!   [`RateLimit`]) and how an optional path is written.
 //! - `layers`: [`Layers`], the files and flags a crawl was given, and unknown keys.

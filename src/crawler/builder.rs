@@ -14,7 +14,7 @@ use crate::events::Page;
 use crate::proxy::Rotation;
 use crate::url_norm::ScopeMode;
 
-/// Builds a [`Crawler`]: where to store the crawl, what to crawl, and any options that
+/// Builds a [`Crawler`](super::Crawler): where to store the crawl, what to crawl, and any options that
 /// differ from the defaults (or, when resuming, from the stored configuration).
 ///
 /// ```no_run
@@ -171,7 +171,8 @@ macro_rules! integer_values {
     ($($t:ty),*) => {$(
         impl OptionValue for $t {
             fn into_value(self) -> toml::Value {
-                // TOML integers are i64; anything larger means "no limit" just as well.
+                // TOML integers are i64; a larger count is out of range or as good as
+                // unlimited.
                 toml::Value::Integer(i64::try_from(self).unwrap_or(i64::MAX))
             }
         }
