@@ -21,16 +21,12 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use tokio::sync::Notify;
 use url::Url;
 
-use trawl::admit::{Outlinks, Rules};
-use trawl::extract::{Extractor, Link};
-use trawl::store::local::drain::Drain;
-use trawl::store::local::frontier::{Frontier, HostPolicy};
-use trawl::store::local::gate::Gate;
-use trawl::store::local::visited::{Held, Seen, Visited};
-use trawl::store::{
-    Edge, NewHost, NewUrl, OpenMode, PageRecord, Pending, SqliteStore, StoreWriter,
+use trawl::internals::{
+    canonical_key_into, key_hash, Drain, Edge, Extractor, Frontier, Gate, Held, HostPolicy, Link,
+    NewHost, NewUrl, Outlinks, PageRecord, Pending, Rules, Scope, Seen, StoreWriter, Visited,
 };
-use trawl::url_norm::{canonical_key_into, key_hash, Scope, ScopeMode};
+use trawl::store::{OpenMode, SqliteStore};
+use trawl::ScopeMode;
 use trawl::{CrawlConfig, LinkKind, PageResult};
 
 /// Pages per benchmark pass; the site they come from has this many pages.

@@ -5,7 +5,7 @@
 //! lol_html parses ASCII-compatible encodings only, so a UTF-16 document is transcoded to
 //! UTF-8 on the way in ([`Transcoder`]).
 
-use encoding_rs::{Decoder, Encoding, UTF_16BE, UTF_16LE, UTF_8, WINDOWS_1252};
+use encoding_rs::{Decoder, Encoding, UTF_16BE, UTF_16LE, UTF_8};
 
 /// Bytes looked at for a `<meta charset>` (HTML's prescan limit).
 pub const PRESCAN: usize = 1024;
@@ -175,11 +175,6 @@ impl Transcoder {
     }
 }
 
-/// The fallback when nothing else decides (HTML's default for most locales).
-pub fn fallback() -> &'static Encoding {
-    WINDOWS_1252
-}
-
 /// The `charset` parameter of a Content-Type.
 pub fn charset_of(content_type: &str) -> Option<&str> {
     content_type.split(';').skip(1).find_map(|p| {
@@ -193,7 +188,7 @@ pub fn charset_of(content_type: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use encoding_rs::SHIFT_JIS;
+    use encoding_rs::{SHIFT_JIS, WINDOWS_1252};
 
     #[test]
     fn whatwg_order() {

@@ -30,6 +30,7 @@ impl CachingResolver {
     }
 
     /// System lookups made so far (cache misses).
+    #[cfg(test)]
     pub fn lookups(&self) -> u64 {
         self.lookups.load(std::sync::atomic::Ordering::Relaxed)
     }

@@ -29,6 +29,7 @@ pub enum Error {
     #[error(transparent)]
     Metrics(#[from] crate::metrics::MetricsError),
     /// The Redis crawl cannot go on.
+    #[cfg(feature = "redis")]
     #[error(transparent)]
     Distributed(#[from] crate::store::redis::DistError),
     /// No database path was given to the builder.
@@ -55,6 +56,7 @@ impl Error {
             // Writing failed mid-crawl; every other WARC error is about the path given.
             Error::Warc(e) => !matches!(e, WarcError::Write { .. }),
             Error::Fetch(_) | Error::Metrics(_) => true,
+            #[cfg(feature = "redis")]
             Error::Distributed(e) => e.is_usage(),
             Error::Internal(_) => false,
         }
@@ -63,9 +65,10 @@ impl Error {
     /// Whether the store stayed unreachable until the crawl was stopped: nothing was lost,
     /// and what was not recorded is fetched again (by another process, or on resume).
     pub fn is_unreachable(&self) -> bool {
-        matches!(
-            self,
-            Error::Distributed(crate::store::redis::DistError::Unreachable(_))
-        )
+        #[cfg(feature = "redis")]
+        if let Error::Distributed(crate::store::redis::DistError::Unreachable(_)) = self {
+            return true;
+        }
+        false
     }
 }

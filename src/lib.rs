@@ -18,85 +18,111 @@
 //!
 //! Data flows down this list and never back up: the crawler hands a store to the engine;
 //! the engine calls the store and the readers; the readers know nothing of the engine.
+//! There are no import cycles between modules. Modules not linked are internal.
 //!
 //! - [`crawler`]: the builder and the crawl a user holds; opens the store and settles
 //!   seeds and configuration the same way for a SQLite file and a Redis crawl.
-//! - [`config`]: every option, its default, validation, TOML and layering.
+//! - [`config`]: every option (listed once, in `crawl_options!`), its default, validation,
+//!   TOML and layering.
 //! - `engine`: the crawl loop, written once: the run loop, the dispatcher (the only
 //!   sender into the bounded channel the workers read) and the workers.
-//! - [`store`]: the seam the engine crawls through, and its two sides: `store::local`
-//!   (per-host queues that spill to disk, the visited set within `visited-memory`, the
-//!   single SQLite writer, resume) and `store::redis` (many processes, one crawl: leases,
-//!   shared politeness, Lua scripts, a copy into SQLite for export and reports).
-//! - [`admit`]: the admission rules and the planning of links, redirects, sitemap entries
-//!   and seeds into candidates, shared by both stores.
-//! - [`page`]: reading one response (fetch, charset, streaming extraction, robots meta).
-//! - [`result`]: [`PageResult`], the one result type of a page, and [`ErrorKind`].
+//! - [`store`]: the seam the engine crawls through (`Store`), and its two sides:
+//!   `store::local` (per-host queues that spill to disk, the visited set within
+//!   `visited-memory`, the single SQLite writer, resume) and `store::redis` (many
+//!   processes, one crawl: leases, shared politeness, Lua scripts, a copy into SQLite for
+//!   export and reports; the `redis` feature).
+//! - `admit`: the admission rules, skip reasons, and the planning of links, redirects,
+//!   sitemap entries and seeds into candidates, shared by both stores.
+//! - `politeness`: what trawl asks of each host before fetching from it: robots.txt,
+//!   Retry-After, host preparation (robots.txt and sitemaps, once per host).
+//! - `page`: reading one response (fetch, charset, streaming extraction, robots meta).
+//! - `result`: [`PageResult`], the one result type of a page, and [`ErrorKind`].
 //! - [`events`]: fetched pages delivered to the library user, with backpressure; the same
 //!   [`Page`] the page hook sees.
-//! - [`politeness`]: what trawl asks of each host before fetching from it: robots.txt,
-//!   Retry-After, host preparation (robots.txt and sitemaps, once per host).
-//! - [`fetch`]: one HTTP request with timeouts and a body cap; no automatic redirects.
-//! - [`proxy`]: proxy rotation and taking failing proxies out of rotation.
-//! - [`dns`]: a DNS cache shared by every connection of a crawl.
-//! - [`sitemap`]: sitemaps.org documents (XML, gzip, plain text), parsed streaming.
-//! - [`extract`]: streaming link extraction with lol_html.
-//! - [`charset`]: the document encoding (BOM, header, meta, detection) and UTF-16 transcoding.
-//! - [`url_norm`]: seed parsing, canonical URL keys and crawl scope (pure functions).
-//! - [`traps`]: URL shapes that never end (limits on length, depth of path, repeats) and
-//!   session IDs.
-//! - [`retry`]: which faults are retried, and the backoff between attempts.
-//! - [`warc`]: every HTTP exchange as WARC records (`--warc`), written by one thread.
-//! - [`export`]: the link graph and the pages out, streaming (CSV, JSON Lines, GraphML,
-//!   DOT, sitemaps), with filters applied in SQL.
-//! - [`report`]: broken links, redirect chains, depths, top pages, orphans and a summary,
-//!   read from the file as tables, CSV or JSON.
-//! - [`status`]: where a crawl stands (running, counts, rate), read from its file.
-//! - [`metrics`]: the counters in Prometheus text format, served while a crawl runs.
-//! - [`link`]: link kinds shared by all of the above.
-//! - [`stats`]: run counters for progress and the summary.
-//! - [`live`]: a live view of a running crawl (its counters and the store's), for progress
-//!   displays and the metrics endpoint.
-//! - [`failpoint`]: crash points for tests (`TRAWL_FAILPOINT`).
+//! - `fetch`: one HTTP request with timeouts and a body cap; no automatic redirects.
+//!   `proxy` rotates proxies; `dns` caches lookups; `retry` says which faults are retried.
+//! - `extract`: streaming link extraction with lol_html; `charset` decides the encoding;
+//!   `sitemap` parses sitemaps.org documents.
+//! - `url_norm`: seed parsing, canonical URL keys and crawl scope (pure functions);
+//!   `traps`: URL shapes that never end, and session IDs.
+//! - `warc`: every HTTP exchange as WARC records (`--warc`), written by one thread.
+//! - `live`, `stats`, `metrics`: the counters of a run, a live view of them, and their
+//!   Prometheus endpoint.
+//! - [`export`], [`report`], [`status`]: reading a crawl's file (the link graph and pages
+//!   out, the reports people crawl for, where a crawl stands).
+//! - `failpoint`: crash points for tests (`TRAWL_FAILPOINT`).
+//!
+//! The `trawl` binary (`src/bin/trawl/`, the `cli` feature) is apart from the library: one
+//! file per subcommand, the clap definitions, the progress line and the exit codes. It
+//! calls only this crate's public API.
 
 #![warn(missing_docs)]
 
-pub mod admit;
-pub mod charset;
+// The public API: what a crawl is given and gives back, and the readers of a crawl's file.
 pub mod config;
 pub mod crawler;
-pub mod dns;
-mod engine;
-mod error;
 pub mod events;
 pub mod export;
-pub mod extract;
-pub mod failpoint;
-pub mod fetch;
-pub mod link;
-pub mod live;
-pub mod metrics;
-pub mod page;
-pub mod politeness;
-pub mod proxy;
 pub mod report;
-pub mod result;
-pub mod retry;
-pub mod sitemap;
-pub mod stats;
 pub mod status;
 pub mod store;
-pub mod traps;
-pub mod url_norm;
-pub mod warc;
 
-pub use config::{ByteSize, CrawlConfig, RateLimit};
+// Internals, reached from outside only through the re-exports below (and, for benches and
+// fuzz targets, `internals`).
+pub(crate) mod admit;
+pub(crate) mod charset;
+pub(crate) mod dns;
+pub(crate) mod engine;
+mod error;
+pub(crate) mod extract;
+pub(crate) mod failpoint;
+pub(crate) mod fetch;
+pub(crate) mod link;
+pub(crate) mod live;
+pub(crate) mod metrics;
+pub(crate) mod page;
+pub(crate) mod politeness;
+pub(crate) mod proxy;
+pub(crate) mod result;
+pub(crate) mod retry;
+pub(crate) mod sitemap;
+pub(crate) mod stats;
+pub(crate) mod traps;
+pub(crate) mod url_norm;
+pub(crate) mod warc;
+
+pub use admit::SkipReason;
+pub use config::{ByteSize, ConfigError, CrawlConfig, RateLimit};
 pub use crawler::{Crawler, CrawlerBuilder, Outcome, Progress, ProgressSnapshot, Summary};
 pub use error::Error;
-pub use events::Page;
-pub use link::LinkKind;
+pub use events::{Events, Page};
+pub use fetch::FetchError;
+pub use link::{LinkKind, Outlink};
+pub use metrics::MetricsError;
+pub use proxy::Rotation;
 pub use result::{ErrorKind, PageResult};
-pub use url_norm::ScopeMode;
+pub use stats::RunCounts;
+pub use store::Footprint;
+pub use url_norm::{ScopeMode, UrlError};
+pub use warc::WarcError;
 
 /// Result with the library's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The hot path's parts and the pure parsers, for benches, fuzz targets and conformance
+/// tests: not part of the API, and free to change with any release.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::admit::{Outlinks, Rules};
+    pub use crate::extract::{extract, Extractor, Link};
+    pub use crate::politeness::retry_after::{capped, parse_retry_after};
+    pub use crate::politeness::robots::Robots;
+    pub use crate::sitemap::parse as parse_sitemap;
+    pub use crate::store::local::drain::Drain;
+    pub use crate::store::local::frontier::{Frontier, HostPolicy};
+    pub use crate::store::local::gate::Gate;
+    pub use crate::store::local::visited::{Held, Seen, Visited};
+    pub use crate::store::{Edge, NewHost, NewUrl, PageRecord, Pending, StoreWriter};
+    pub use crate::traps::strip_session_ids;
+    pub use crate::url_norm::{canonical_key, canonical_key_into, key_hash, Scope};
+}

@@ -68,12 +68,12 @@ pub enum SitemapError {
 ///
 /// A body starting with the gzip magic bytes (1f 8b) is inflated while parsing, whatever
 /// the Content-Type said. At most `max_bytes` of (inflated) document are read: a longer
-/// one, such as a decompression bomb, gives [`SitemapError::TooLarge`] after inflating no
+/// one, such as a decompression bomb, gives `SitemapError::TooLarge` after inflating no
 /// more than that. A body whose first non-blank byte is not `<` is read as a plain-text
 /// sitemap: every line that is an http(s) URL, other lines skipped.
 ///
-/// Past [`MAX_URLS`] entries, parsing stops with [`SitemapError::TooManyUrls`], which
-/// carries the first [`MAX_URLS`].
+/// Past `MAX_URLS` entries, parsing stops with `SitemapError::TooManyUrls`, which
+/// carries the first `MAX_URLS`.
 pub fn parse(body: &[u8], max_bytes: usize) -> Result<Sitemap, SitemapError> {
     let gzip = body.starts_with(GZIP_MAGIC);
     let source: Box<dyn Read + '_> = if gzip {

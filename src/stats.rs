@@ -119,7 +119,7 @@ pub struct RunCounts {
     pub retries: u64,
     /// Host pauses after a 429 or 503.
     pub pauses: u64,
-    /// Fetch durations per bucket of [`LATENCY_BUCKETS_MS`], the last for longer ones.
+    /// Fetch durations per bucket of `LATENCY_BUCKETS_MS` (5 ms to 30 s), the last for longer ones.
     pub latency: [u64; LATENCY_BUCKETS_MS.len() + 1],
     /// Sum of fetch durations.
     pub latency_sum_ms: u64,

@@ -89,7 +89,7 @@ fn contains_ignore_case(hay: &[u8], needle: &[u8]) -> bool {
 ///
 /// ```
 /// let mut key = "https://a.example/p;jsessionid=AB12?x=1&PHPSESSID=9&y=2".to_string();
-/// assert!(trawl::traps::strip_session_ids(&mut key));
+/// assert!(trawl::internals::strip_session_ids(&mut key));
 /// assert_eq!(key, "https://a.example/p?x=1&y=2");
 /// ```
 pub fn strip_session_ids(key: &mut String) -> bool {

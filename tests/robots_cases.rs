@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 
 use serde::Deserialize;
-use trawl::politeness::robots::Robots;
+use trawl::internals::Robots;
 
 const CASES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trawl::url_norm::canonical_key;
+use trawl::internals::canonical_key;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(s) = std::str::from_utf8(data) else { return };
@@ -10,10 +10,10 @@ fuzz_target!(|data: &[u8]| {
     let Ok(url) = base.join(s) else { return };
     let key = canonical_key(&url);
     let mut stripped = key.clone();
-    trawl::traps::strip_session_ids(&mut stripped);
+    trawl::internals::strip_session_ids(&mut stripped);
     if let Ok(again) = url::Url::parse(&key) {
         assert_eq!(canonical_key(&again), key, "not idempotent for {s:?}");
     }
     let mut twice = stripped.clone();
-    assert!(!trawl::traps::strip_session_ids(&mut twice) || twice == stripped);
+    assert!(!trawl::internals::strip_session_ids(&mut twice) || twice == stripped);
 });

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trawl::extract::{extract, Extractor};
+use trawl::internals::{extract, Extractor};
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 2 {

@@ -4,7 +4,7 @@
 use std::time::{Duration, SystemTime};
 
 use libfuzzer_sys::fuzz_target;
-use trawl::politeness::retry_after::{capped, parse_retry_after};
+use trawl::internals::{capped, parse_retry_after};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(s) = std::str::from_utf8(data) else { return };

@@ -5,5 +5,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = trawl::sitemap::parse(data, 1 << 20);
+    let _ = trawl::internals::parse_sitemap(data, 1 << 20);
 });

@@ -18,7 +18,7 @@ mod plan;
 mod skip;
 
 use crate::url_norm::{canonical_key_into, key_hash, Scope};
-pub use plan::{plan_redirect, Candidate, EdgeSpec, Judged, Outlinks};
+pub use plan::{plan_redirect, Candidate, Judged, Outlinks};
 pub use skip::SkipReason;
 
 /// Limits applied at admission.

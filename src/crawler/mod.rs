@@ -4,6 +4,8 @@
 //! which runs the same for both.
 
 mod builder;
+#[cfg(feature = "redis")]
+mod distributed;
 mod open;
 
 use std::future::Future;
@@ -25,6 +27,7 @@ pub use crate::live::{Progress, ProgressSnapshot};
 use crate::page::Reader;
 use crate::store::local::sqlite::SqliteStore;
 use crate::store::local::LocalStore;
+#[cfg(feature = "redis")]
 use crate::store::redis::{CrawlKeys, Redis, RedisStore};
 use crate::url_norm::Scope;
 use crate::warc::Warc;
@@ -35,6 +38,7 @@ enum Backend {
     /// A SQLite file, crawled by this process alone.
     Local(SqliteStore),
     /// A Redis crawl, shared with every process given the same store and crawl id.
+    #[cfg(feature = "redis")]
     Redis {
         redis: Redis,
         keys: CrawlKeys,
@@ -93,6 +97,7 @@ impl Crawler {
     /// The Redis crawl's id, for a Redis crawl.
     pub fn crawl_id(&self) -> Option<&str> {
         match &self.backend {
+            #[cfg(feature = "redis")]
             Backend::Redis { keys, .. } => Some(keys.id()),
             Backend::Local(_) => None,
         }
@@ -101,6 +106,7 @@ impl Crawler {
     /// Whether this process created the crawl (a Redis crawl that others may join).
     pub fn created(&self) -> bool {
         match &self.backend {
+            #[cfg(feature = "redis")]
             Backend::Redis { created, .. } => *created,
             Backend::Local(_) => !self.resumed,
         }
@@ -147,6 +153,7 @@ impl Crawler {
                 let store = LocalStore::start(store, &self.config, rules, barrier)?;
                 engine::run(Arc::new(store), run, shutdown).await
             }
+            #[cfg(feature = "redis")]
             Backend::Redis { redis, keys, .. } => {
                 let stats = self.progress.stats.clone();
                 let store = RedisStore::start(redis, keys, &self.config, rules, barrier, stats);
@@ -158,6 +165,7 @@ impl Crawler {
     async fn already_finished(self) -> Result<Summary, Error> {
         let known_urls = match &self.backend {
             Backend::Local(store) => store.count_urls()?,
+            #[cfg(feature = "redis")]
             Backend::Redis { redis, keys, .. } => crate::store::redis::status::count(redis, keys)
                 .await
                 .map(|c| c.known)

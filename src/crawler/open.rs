@@ -12,24 +12,28 @@ use crate::config::{CrawlConfig, Layers};
 use crate::fetch::Fetcher;
 use crate::live::Progress;
 use crate::store::local::sqlite::{OpenMode, SqliteStore};
-use crate::store::redis::{self as redis_store, CrawlKeys, DistError, Redis};
 use crate::store::StoredCrawl;
 use crate::url_norm::{parse_seed, Scope};
 use crate::warc::Warc;
 use crate::Error;
 
 /// The configuration and seeds a run uses.
-struct Settled {
-    config: CrawlConfig,
+pub(super) struct Settled {
+    pub(super) config: CrawlConfig,
     /// Stored seeds first, then the new ones.
-    seeds: Vec<Url>,
+    pub(super) seeds: Vec<Url>,
     /// Seeds given now that the store did not list.
-    added: bool,
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(super) added: bool,
 }
 
 /// Lay `layers` over the stored configuration (or the defaults) and add the `given` seeds
 /// to the stored ones.
-fn settle(stored: Option<&StoredCrawl>, given: &[Url], layers: &Layers) -> Result<Settled, Error> {
+pub(super) fn settle(
+    stored: Option<&StoredCrawl>,
+    given: &[Url],
+    layers: &Layers,
+) -> Result<Settled, Error> {
     let base = stored
         .map(|s| CrawlConfig::from_toml(&s.config))
         .transpose()?;
@@ -53,16 +57,17 @@ fn settle(stored: Option<&StoredCrawl>, given: &[Url], layers: &Layers) -> Resul
 
 /// What was given to the builder, checked before any store is touched, so bad input
 /// leaves nothing behind.
-struct Given {
-    seeds: Vec<Url>,
-    layers: Layers,
+pub(super) struct Given {
+    pub(super) seeds: Vec<Url>,
+    pub(super) layers: Layers,
     /// The given options over the defaults (validation is per value, so what passes here
     /// passes over a stored configuration too).
-    config: CrawlConfig,
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(super) config: CrawlConfig,
 }
 
 impl CrawlerBuilder {
-    fn check(&self, db: Option<&Path>) -> Result<Given, Error> {
+    pub(super) fn check(&self, db: Option<&Path>) -> Result<Given, Error> {
         let seeds = self
             .seeds
             .iter()
@@ -134,70 +139,8 @@ impl CrawlerBuilder {
         )
     }
 
-    /// Join (or start) the Redis crawl `crawl_id` in `store`: the first process creates it
-    /// from its seeds and options; later ones take the stored configuration with their
-    /// own options over it, as a resumed crawl does. `warc` and `metrics-addr` are this
-    /// process's own: never taken from the stored configuration. Waits while Redis is
-    /// unreachable, until the caller gives up by dropping the future.
-    ///
-    /// ```no_run
-    /// # async fn demo() -> Result<(), trawl::Error> {
-    /// let crawl = trawl::Crawler::builder()
-    ///     .store("redis://127.0.0.1:6379/0")
-    ///     .crawl_id("example")
-    ///     .seed("https://example.org/")
-    ///     .build_distributed()
-    ///     .await?;
-    /// let summary = crawl.run(async { tokio::signal::ctrl_c().await.ok(); }).await?;
-    /// println!("{} pages by this process", summary.run.pages);
-    /// # Ok(()) }
-    /// ```
-    pub async fn build_distributed(self) -> Result<Crawler, Error> {
-        let store = self.store.clone().ok_or(DistError::BadStore {
-            store: String::new(),
-            why: "no --store given".into(),
-        })?;
-        let (url, id) = redis_store::parse_target(&store, self.crawl_id.as_deref())?;
-        let given = self.check(None)?;
-        let cancel = CancellationToken::new();
-        let redis = Redis::connect(&url, cancel.clone()).await?;
-        let keys = CrawlKeys::new(&id);
-        let (stored, created) = join(&redis, &keys, &given).await?;
-        let mut settled = settle(Some(&stored), &given.seeds, &given.layers)?;
-        settled.config.warc = given.config.warc.clone();
-        settled.config.metrics_addr = given.config.metrics_addr.clone();
-        if settled.added && !created {
-            let seeds: Vec<String> = settled.seeds.iter().map(|u| u.to_string()).collect();
-            redis_store::add_seeds(&redis, &keys, &seeds).await?;
-        }
-        let warc = match (&settled.config.warc, stored.finished) {
-            (Some(path), false) => Some(open_warc(
-                path,
-                &settled.config,
-                &format!("Redis crawl {id}"),
-                !created,
-            )?),
-            _ => None,
-        };
-        let admit = given.seeds.clone();
-        let backend = Backend::Redis {
-            redis,
-            keys,
-            created,
-        };
-        self.crawler(
-            backend,
-            settled,
-            admit,
-            warc,
-            !created,
-            stored.finished,
-            cancel,
-        )
-    }
-
     #[allow(clippy::too_many_arguments)]
-    fn crawler(
+    pub(super) fn crawler(
         self,
         backend: Backend,
         settled: Settled,
@@ -237,44 +180,9 @@ impl CrawlerBuilder {
     }
 }
 
-/// Read the Redis crawl, creating it from what was given when it does not exist yet;
-/// whether this process created it.
-async fn join(
-    redis: &Redis,
-    keys: &CrawlKeys,
-    given: &Given,
-) -> Result<(StoredCrawl, bool), Error> {
-    if let Some(stored) = redis_store::read(redis, keys).await? {
-        return Ok((stored, false));
-    }
-    if given.seeds.is_empty() {
-        return Err(DistError::NoSeeds {
-            id: keys.id().to_owned(),
-        }
-        .into());
-    }
-    // What every process shares: not this process's own WARC file and metrics address.
-    let config = CrawlConfig {
-        warc: None,
-        metrics_addr: String::new(),
-        ..given.layers.over(None)?
-    };
-    let stored = StoredCrawl {
-        config: config.to_toml(),
-        seeds: given.seeds.iter().map(|u| u.to_string()).collect(),
-        finished: false,
-    };
-    if redis_store::create(redis, keys, &stored.seeds, &stored.config).await? {
-        return Ok((stored, true));
-    }
-    // Another process created it a moment ago.
-    let stored = redis_store::read(redis, keys).await?.unwrap_or(stored);
-    Ok((stored, false))
-}
-
 /// Open the WARC file for this run, with its `warcinfo` record. Room for every fetch under
 /// way (workers and host preparation) plus a backlog; past it fetches wait for the writer.
-fn open_warc(
+pub(super) fn open_warc(
     path: &Path,
     config: &CrawlConfig,
     part_of: &str,

@@ -13,6 +13,7 @@
 //! page events and hooks) is written once and works the same on both.
 
 pub mod local;
+#[cfg(feature = "redis")]
 pub mod redis;
 
 use std::fmt::Debug;

@@ -33,7 +33,6 @@ use reqwest::{StatusCode, Version};
 use tokio::sync::mpsc;
 use url::{Position, Url};
 
-pub use record::sha1_digest;
 use record::{http_head, new_id, Kind, Record};
 
 /// Why WARC output failed. Each message says what to do.

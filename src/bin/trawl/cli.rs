@@ -480,7 +480,9 @@ mod tests {
     fn every_option_round_trips_through_its_flag() {
         // Every option of every_option.toml (each set to another value than its default)
         // given as its flag must give the configuration the file gives.
-        let sample: toml::Table = include_str!("config/every_option.toml").parse().unwrap();
+        let sample: toml::Table = include_str!("../../config/every_option.toml")
+            .parse()
+            .unwrap();
         let mut args = Vec::new();
         for flag in FLAGS {
             let long = format!("--{}", flag.long());
