@@ -81,8 +81,10 @@ async fn a_pause_survives_a_restart(store: Backend) {
         .grace_period(Duration::from_millis(200));
     let s = store.build(b).await.unwrap().run(stop).await.unwrap();
     assert_eq!(s.outcome, Outcome::Interrupted);
+    assert!(!s.resumed, "the first run started the crawl");
     let s = store.crawl(store.builder(path)).await;
     assert_eq!(s.outcome, Outcome::Finished);
+    assert!(s.resumed, "the second run continued it");
     assert_quiet_after_429(&server, Duration::from_secs(3));
 }
 

@@ -21,7 +21,7 @@ pub fn graph(
     let mut n = for_each(store, &filter.pages_sql(), page_row, |p| {
         write!(out, "  \"n{}\" [label=", p.id)?;
         quoted(out, &p.url)?;
-        let color = match p.status {
+        let color = match p.status() {
             _ if p.state == "failed" => Some("red"),
             Some(400..) => Some("red"),
             Some(300..=399) => Some("grey"),
@@ -31,7 +31,7 @@ pub fn graph(
         if let Some(c) = color {
             write!(out, ", color={c}")?;
         }
-        if let Some(s) = p.status {
+        if let Some(s) = p.status() {
             write!(out, ", status={s}")?;
         }
         out.write_all(b"];\n")?;

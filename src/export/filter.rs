@@ -99,7 +99,7 @@ impl Filter {
         format!(
             "SELECT u.id, coalesce(u.url, u.key), u.state, u.status, u.content_type, u.size,
                 coalesce(u.truncated, 0), u.depth, u.title, u.fetched_at, u.fetch_ms,
-                u.error_kind, u.error, u.skip_reason
+                u.error_kind, u.error, u.skip_reason, u.attempts, u.noindex
              FROM urls u WHERE {} ORDER BY u.id",
             self.page_condition("u")
         )

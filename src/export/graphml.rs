@@ -89,14 +89,19 @@ http://graphml.graphdrawing.org/xmlns/1.0/graphml.xsd\">\n",
 fn node(out: &mut dyn Write, p: &PageRow) -> Result<(), ExportError> {
     write!(out, "    <node id=\"n{}\">", p.id)?;
     text(out, "url", Some(&p.url))?;
-    if let Some(status) = p.status {
+    let r = p.result.as_ref();
+    if let Some(status) = p.status() {
         write!(out, "<data key=\"status\">{status}</data>")?;
     }
     write!(out, "<data key=\"depth\">{}</data>", p.depth)?;
     text(out, "state", Some(p.state))?;
-    text(out, "content_type", p.content_type.as_deref())?;
-    text(out, "title", p.title.as_deref())?;
-    if let Some(size) = p.size {
+    text(
+        out,
+        "content_type",
+        r.and_then(|r| r.content_type.as_deref()),
+    )?;
+    text(out, "title", r.and_then(|r| r.title.as_deref()))?;
+    if let Some(size) = r.and_then(|r| r.size) {
         write!(out, "<data key=\"size\">{size}</data>")?;
     }
     out.write_all(b"</node>\n")?;

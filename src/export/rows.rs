@@ -4,40 +4,59 @@ use rusqlite::Row;
 use serde::Serialize;
 
 use crate::link::LinkKind;
+use crate::result::{ErrorKind, PageResult};
 use crate::store::{SqliteStore, StoreError, UrlState};
 
-/// One URL as exported.
-#[derive(Debug, Clone, Serialize)]
+/// One URL as exported: its row (state, depth, skip reason) and, once fetched, what
+/// fetching it came to, the crate's one [`PageResult`]. Serialised flat, one column each:
+/// `url, state, status, content_type, size, truncated, depth, title, fetched_at, fetch_ms,
+/// error_kind, error, skip_reason`.
+#[derive(Debug, Clone)]
 pub struct PageRow {
     /// `urls.id`.
-    #[serde(skip)]
     pub id: i64,
     /// The URL fetched (or that would be).
     pub url: String,
     /// queued, done, failed or skipped.
     pub state: &'static str,
-    /// HTTP status.
-    pub status: Option<u16>,
-    /// Content-Type.
-    pub content_type: Option<String>,
-    /// Body bytes.
-    pub size: Option<i64>,
-    /// Body cut at max-body.
-    pub truncated: bool,
     /// Click depth.
     pub depth: u32,
-    /// `<title>`.
-    pub title: Option<String>,
-    /// When fetched, Unix ms.
-    pub fetched_at: Option<i64>,
-    /// Request duration.
-    pub fetch_ms: Option<i64>,
-    /// Error class.
-    pub error_kind: Option<String>,
-    /// Error message.
-    pub error: Option<String>,
     /// Why never fetched.
     pub skip_reason: Option<String>,
+    /// What fetching it came to (done or failed URLs, and sitemap documents read).
+    pub result: Option<PageResult>,
+}
+
+impl PageRow {
+    /// The HTTP status, when fetched and answered.
+    pub fn status(&self) -> Option<u16> {
+        self.result.as_ref().and_then(|r| r.status)
+    }
+}
+
+impl Serialize for PageRow {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let r = self.result.as_ref();
+        let mut st = s.serialize_struct("PageRow", 13)?;
+        st.serialize_field("url", &self.url)?;
+        st.serialize_field("state", self.state)?;
+        st.serialize_field("status", &r.and_then(|r| r.status))?;
+        st.serialize_field("content_type", &r.and_then(|r| r.content_type.as_deref()))?;
+        st.serialize_field("size", &r.and_then(|r| r.size))?;
+        st.serialize_field("truncated", &r.is_some_and(|r| r.truncated))?;
+        st.serialize_field("depth", &self.depth)?;
+        st.serialize_field("title", &r.and_then(|r| r.title.as_deref()))?;
+        st.serialize_field("fetched_at", &r.map(|r| r.fetched_at))?;
+        st.serialize_field("fetch_ms", &r.map(|r| r.fetch_ms))?;
+        st.serialize_field(
+            "error_kind",
+            &r.and_then(|r| r.error_kind.map(|k| k.as_str())),
+        )?;
+        st.serialize_field("error", &r.and_then(|r| r.error.as_deref()))?;
+        st.serialize_field("skip_reason", &self.skip_reason)?;
+        st.end()
+    }
 }
 
 /// One edge as exported.
@@ -64,22 +83,46 @@ pub struct EdgeRow {
     pub anchor: Option<String>,
 }
 
+/// Reads the columns of [`super::filter::Filter::pages_sql`].
 pub(super) fn page_row(r: &Row<'_>) -> rusqlite::Result<PageRow> {
+    let state = UrlState::from_code(r.get(2)?);
+    let fetched_at: Option<i64> = r.get(9)?;
+    // A fetched URL (or a sitemap document read) has its result; one never fetched has none.
+    let result = match (state, fetched_at) {
+        (Some(UrlState::Done | UrlState::Failed), Some(fetched_at)) => Some(PageResult {
+            depth: r.get(7)?,
+            attempts: r.get::<_, Option<u32>>(14)?.unwrap_or(1),
+            failed: state == Some(UrlState::Failed),
+            status: r.get(3)?,
+            content_type: r.get(4)?,
+            size: r.get::<_, Option<i64>>(5)?.map(|n| n as u64),
+            truncated: r.get::<_, i64>(6)? != 0,
+            title: r.get(8)?,
+            noindex: r.get::<_, Option<bool>>(15)?.unwrap_or(false),
+            fetched_at,
+            fetch_ms: r.get::<_, Option<i64>>(10)?.unwrap_or(0) as u64,
+            error_kind: r
+                .get::<_, Option<String>>(11)?
+                .map(|k| k.parse::<ErrorKind>())
+                .transpose()
+                .map_err(|e| {
+                    rusqlite::Error::FromSqlConversionFailure(
+                        11,
+                        rusqlite::types::Type::Text,
+                        e.into(),
+                    )
+                })?,
+            error: r.get(12)?,
+        }),
+        _ => None,
+    };
     Ok(PageRow {
         id: r.get(0)?,
         url: r.get(1)?,
-        state: UrlState::from_code(r.get(2)?).map_or("unknown", UrlState::as_str),
-        status: r.get(3)?,
-        content_type: r.get(4)?,
-        size: r.get(5)?,
-        truncated: r.get::<_, i64>(6)? != 0,
+        state: state.map_or("unknown", UrlState::as_str),
         depth: r.get(7)?,
-        title: r.get(8)?,
-        fetched_at: r.get(9)?,
-        fetch_ms: r.get(10)?,
-        error_kind: r.get(11)?,
-        error: r.get(12)?,
         skip_reason: r.get(13)?,
+        result,
     })
 }
 
