@@ -310,7 +310,66 @@ async fn a_link_filter_decides_per_url(store: Backend) {
     assert_eq!(server.hit_counts().get("/files/report.pdf"), None);
 }
 
+/// A site where a URL is found along a long path first and a short one later: `/slow`
+/// (one click from the home page) answers after the long path `/a -> /b -> /x` has been
+/// walked, and links to `/x` directly.
+fn two_paths_site() -> Router {
+    Router::new()
+        .route(
+            "/",
+            get(|| async { Html("<a href=/slow>s</a><a href=/a>a</a>") }),
+        )
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_millis(600)).await;
+                Html("<a href=/x>x</a>")
+            }),
+        )
+        .route("/a", get(|| async { Html("<a href=/b>b</a>") }))
+        .route("/b", get(|| async { Html("<a href=/x>x</a>") }))
+        .route("/x", get(|| async { Html("x") }))
+}
+
+async fn a_shorter_path_found_later_lowers_the_depth_and_lets_a_deep_url_in(store: Backend) {
+    // Without a depth limit /x is fetched at depth 3 and then known at depth 2.
+    let server = Adhoc::start(two_paths_site()).await;
+    let seed = format!("{}/", server.base);
+    let b = |name: &str| {
+        store
+            .builder(name)
+            .seed(&seed)
+            .ignore_robots(true)
+            .sitemaps(false)
+            .concurrency(2)
+    };
+    store.crawl(b("lower")).await;
+    let got = store.read("lower").await;
+    let x = format!("{}/x", server.base);
+    assert_eq!(got.fetched[&x].1, 2, "the shorter path's depth is kept");
+    assert_eq!(server.hits("/x").len(), 1);
+
+    // With --max-depth 2, /x is first skipped as too deep, then fetched when /slow turns
+    // up a path within the limit.
+    let server = Adhoc::start(two_paths_site()).await;
+    let seed = format!("{}/", server.base);
+    let b = store
+        .builder("deep")
+        .seed(&seed)
+        .ignore_robots(true)
+        .sitemaps(false)
+        .concurrency(2)
+        .max_depth(2);
+    store.crawl(b).await;
+    let got = store.read("deep").await;
+    let x = format!("{}/x", server.base);
+    assert_eq!(got.fetched[&x].1, 2, "{:?}", got.skipped);
+    assert!(!got.skipped.contains_key(&x));
+    assert_eq!(server.hits("/x").len(), 1);
+}
+
 both_stores!(
+    a_shorter_path_found_later_lowers_the_depth_and_lets_a_deep_url_in,
     per_host_limit_holds_and_concurrency_caps_all,
     max_pages_and_max_depth,
     include_and_exclude_patterns,
