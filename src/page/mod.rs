@@ -12,7 +12,7 @@ use url::Url;
 
 use crate::charset::{self, charset_of};
 use crate::config::CrawlConfig;
-use crate::extract::{Extractor, Link};
+use crate::extract::{ExtractError, Extracted, Extractor, Link};
 use crate::fetch::{Fetcher, Response};
 use crate::link::Outlink;
 use crate::politeness::robots::product_token;
@@ -229,72 +229,181 @@ impl Reader {
         let Found { rec, extras, .. } = found;
         let content_type = rec.content_type.clone();
         let header_charset = content_type.as_deref().and_then(charset_of);
-        let resp_robots: Option<String> = {
-            let values: Vec<&str> = resp
-                .headers()
-                .get_all("x-robots-tag")
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .collect();
-            (!values.is_empty()).then(|| values.join(","))
+        let resp_robots = robots_header(&resp);
+        let (decided, prefix) = Prefix::read(&mut resp, first, header_charset, rec).await;
+        let mut stream = Stream::new(url, decided.encoding, &prefix);
+        let bytes = prefix.bytes();
+        if let Some(body) = &mut extras.body {
+            body.extend_from_slice(bytes);
+        }
+        stream.feed(&bytes[decided.bom_len.min(bytes.len())..], prefix.ended);
+        drop(prefix);
+        stream.read_rest(&mut resp, rec, &mut extras.body).await;
+        rec.size = Some(stream.size);
+        rec.truncated = resp.truncated();
+        match stream.finish() {
+            Ok(x) => self.take_extracted(x, resp_robots.as_deref(), found),
+            Err(e) => rec.fail(ErrorKind::Parse, e.to_string()),
+        }
+    }
+
+    /// Record what the extractor found, under the page's own `nofollow` and `noindex`
+    /// (meta robots and `X-Robots-Tag`).
+    fn take_extracted(&self, x: Extracted, resp_robots: Option<&str>, found: &mut Found) {
+        found.rec.title = x.title;
+        let header = robots_tag(resp_robots, &self.agent);
+        found.rec.noindex = x.meta_noindex || header.noindex;
+        let follow = !(x.meta_nofollow || header.nofollow);
+        if self.events {
+            found.extras.outlinks = outlinks(&x.links, follow);
+        }
+        found.links = x.links;
+        found.follow = follow;
+    }
+}
+
+/// Every `X-Robots-Tag` value of the response, joined with commas.
+fn robots_header(resp: &Response) -> Option<String> {
+    let values: Vec<&str> = resp
+        .headers()
+        .get_all("x-robots-tag")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    (!values.is_empty()).then(|| values.join(","))
+}
+
+/// Links as a page event shows them: without fragments, and `nofollow` when the page
+/// said so for all its links.
+fn outlinks(links: &[Link], follow: bool) -> Vec<Outlink> {
+    links
+        .iter()
+        .map(|l| {
+            let mut url = l.url.clone();
+            url.set_fragment(None);
+            Outlink {
+                url,
+                kind: l.kind,
+                nofollow: l.nofollow || !follow,
+                anchor: l.anchor.clone(),
+            }
+        })
+        .collect()
+}
+
+/// The first bytes of an HTML body, read until its encoding is decided.
+struct Prefix {
+    /// The first chunk as it came (often the whole page).
+    first: bytes::Bytes,
+    /// Every chunk so far, copied only when deciding needed more than one.
+    joined: Vec<u8>,
+    /// The body ended (or broke) while deciding.
+    ended: bool,
+}
+
+impl Prefix {
+    /// Gather the first bytes until the encoding is decided (usually at once: a BOM or the
+    /// header decides; otherwise a <meta> or the detector needs a few KB).
+    async fn read(
+        resp: &mut Response,
+        first: Option<bytes::Bytes>,
+        header_charset: Option<&str>,
+        rec: &mut PageResult,
+    ) -> (charset::Decided, Prefix) {
+        let mut prefix = Prefix {
+            first: first.unwrap_or_default(),
+            joined: Vec::new(),
+            ended: false,
         };
-        // Gather the first bytes until the encoding is decided (usually at once: a BOM
-        // or the header decides; otherwise a <meta> or the detector needs a few KB).
-        // The first chunk (often the whole page) is kept as it came; bytes are copied only
-        // in the rare case that deciding needs more than one chunk.
-        let mut first: bytes::Bytes = first.unwrap_or_default();
-        let mut joined: Vec<u8> = Vec::new();
-        let mut ended = false;
-        let decided = loop {
-            if let Some(d) = charset::decide(gathered(&first, &joined), header_charset, ended) {
-                break d;
+        loop {
+            if let Some(d) = charset::decide(prefix.bytes(), header_charset, prefix.ended) {
+                return (d, prefix);
             }
             match resp.chunk().await {
-                Ok(Some(chunk)) if first.is_empty() => first = chunk,
+                Ok(Some(chunk)) if prefix.first.is_empty() => prefix.first = chunk,
                 Ok(Some(chunk)) => {
-                    if joined.is_empty() {
-                        joined.extend_from_slice(&first);
+                    if prefix.joined.is_empty() {
+                        prefix.joined.extend_from_slice(&prefix.first);
                     }
-                    joined.extend_from_slice(&chunk);
+                    prefix.joined.extend_from_slice(&chunk);
                 }
-                Ok(None) => ended = true,
+                Ok(None) => prefix.ended = true,
                 Err(e) => {
                     rec.fail(e.kind(), e.to_string());
-                    ended = true;
+                    prefix.ended = true;
                 }
             }
-        };
-        let prefix = gathered(&first, &joined);
-        let (label, transcode) = charset::for_extractor(decided.encoding);
-        let mut transcoder = transcode.then(|| charset::Transcoder::new(decided.encoding));
-        let mut extractor = Extractor::new(url.clone(), Some(label));
-        let mut size = prefix.len() as u64;
-        let mut feed = |extractor: &mut Extractor, bytes: &[u8], last: bool| match &mut transcoder {
-            Some(t) => extractor.write(t.push(bytes, last)),
-            None => extractor.write(bytes),
-        };
-        if let Some(body) = &mut extras.body {
-            body.extend_from_slice(prefix);
         }
-        let mut parse_error = feed(
-            &mut extractor,
-            &prefix[decided.bom_len.min(prefix.len())..],
-            ended,
-        )
+    }
+
+    /// The bytes read before the encoding was decided: the first chunk alone, or all the
+    /// chunks joined once more than one was needed.
+    #[inline]
+    fn bytes(&self) -> &[u8] {
+        if self.joined.is_empty() {
+            &self.first
+        } else {
+            &self.joined
+        }
+    }
+}
+
+/// An HTML body on its way through the extractor, chunk by chunk.
+struct Stream {
+    extractor: Extractor,
+    /// For encodings the extractor cannot read: decodes to UTF-8 before it.
+    transcoder: Option<charset::Transcoder>,
+    /// Body bytes read.
+    size: u64,
+    /// The body has ended (or broke).
+    ended: bool,
+    /// The extractor failed: nothing more is fed.
+    parse_error: Option<ExtractError>,
+}
+
+impl Stream {
+    /// A stream for a body in `encoding` that starts with `prefix`.
+    fn new(url: &Url, encoding: &'static encoding_rs::Encoding, prefix: &Prefix) -> Stream {
+        let (label, transcode) = charset::for_extractor(encoding);
+        let transcoder = transcode.then(|| charset::Transcoder::new(encoding));
+        Stream {
+            extractor: Extractor::new(url.clone(), Some(label)),
+            transcoder,
+            size: prefix.bytes().len() as u64,
+            ended: prefix.ended,
+            parse_error: None,
+        }
+    }
+
+    /// Feed the next `bytes` of the body, the last ones when `last`.
+    #[inline]
+    fn feed(&mut self, bytes: &[u8], last: bool) {
+        self.parse_error = match &mut self.transcoder {
+            Some(t) => self.extractor.write(t.push(bytes, last)),
+            None => self.extractor.write(bytes),
+        }
         .err();
-        drop((first, joined));
-        while parse_error.is_none() && !ended {
+    }
+
+    /// Read and feed the rest of the body, until it ends or the extractor fails.
+    async fn read_rest(
+        &mut self,
+        resp: &mut Response,
+        rec: &mut PageResult,
+        body: &mut Option<bytes::BytesMut>,
+    ) {
+        while self.parse_error.is_none() && !self.ended {
             match resp.chunk().await {
                 Ok(Some(chunk)) => {
-                    size += chunk.len() as u64;
-                    if let Some(body) = &mut extras.body {
+                    self.size += chunk.len() as u64;
+                    if let Some(body) = body {
                         body.extend_from_slice(&chunk);
                     }
-                    parse_error = feed(&mut extractor, &chunk, false).err();
+                    self.feed(&chunk, false);
                 }
                 Ok(None) => {
-                    ended = true;
-                    parse_error = feed(&mut extractor, &[], true).err();
+                    self.ended = true;
+                    self.feed(&[], true);
                     if let Err(e) = resp.probe_past_cap().await {
                         rec.fail(e.kind(), e.to_string());
                     }
@@ -306,38 +415,12 @@ impl Reader {
                 }
             }
         }
-        rec.size = Some(size);
-        rec.truncated = resp.truncated();
-        let extracted = match parse_error {
+    }
+
+    fn finish(self) -> Result<Extracted, ExtractError> {
+        match self.parse_error {
             Some(e) => Err(e),
-            None => extractor.end(),
-        };
-        match extracted {
-            Ok(x) => {
-                rec.title = x.title;
-                let header = robots_tag(resp_robots.as_deref(), &self.agent);
-                rec.noindex = x.meta_noindex || header.noindex;
-                let follow = !(x.meta_nofollow || header.nofollow);
-                if self.events {
-                    extras.outlinks = x
-                        .links
-                        .iter()
-                        .map(|l| {
-                            let mut url = l.url.clone();
-                            url.set_fragment(None);
-                            Outlink {
-                                url,
-                                kind: l.kind,
-                                nofollow: l.nofollow || !follow,
-                                anchor: l.anchor.clone(),
-                            }
-                        })
-                        .collect();
-                }
-                found.links = x.links;
-                found.follow = follow;
-            }
-            Err(e) => rec.fail(ErrorKind::Parse, e.to_string()),
+            None => self.extractor.end(),
         }
     }
 }
@@ -368,16 +451,6 @@ async fn other(mut resp: Response, rec: &mut PageResult, extras: &mut Extras) {
     }
     rec.size = Some(resp.bytes_read());
     rec.truncated = resp.truncated();
-}
-
-/// The bytes read before the encoding was decided: the first chunk alone, or all the chunks
-/// joined once more than one was needed.
-fn gathered<'a>(first: &'a [u8], joined: &'a [u8]) -> &'a [u8] {
-    if joined.is_empty() {
-        first
-    } else {
-        joined
-    }
 }
 
 /// HTML and XHTML media types: the only ones trawl parses.
