@@ -312,7 +312,7 @@ impl SqliteStore {
     /// Prepare an unfinished crawl to continue: every queued URL goes to the spill table
     /// (the frontier refills its in-memory queues from there), and `visit` is called with
     /// every known URL so the caller can rebuild the visited set.
-    pub fn resume(&mut self, mut visit: impl FnMut(KnownUrl<'_>)) -> Result<Resumed, StoreError> {
+    pub fn resume(&mut self, visit: impl FnMut(KnownUrl<'_>)) -> Result<Resumed, StoreError> {
         let path = self.path.clone();
         let e = |e| classify_path(&path, e);
         let tx = self.conn.transaction().map_err(e)?;
@@ -324,79 +324,77 @@ impl SqliteStore {
         .map_err(e)?;
         tx.commit().map_err(e)?;
 
-        let mut out = Resumed::default();
-        {
-            let mut st = self.conn.prepare("SELECT id, name FROM hosts").map_err(e)?;
-            let rows = st
-                .query_map([], |r| Ok((r.get::<_, i64>(0)? as HostId, r.get(1)?)))
-                .map_err(e)?;
-            for row in rows {
-                out.hosts.push(row.map_err(e)?);
+        let mut out = Resumed {
+            hosts: self.collect_rows("SELECT id, name FROM hosts", [], |r| {
+                Ok((r.get::<_, i64>(0)? as HostId, r.get(1)?))
+            })?,
+            paused: self.collect_rows(
+                "SELECT id, paused_until FROM hosts WHERE paused_until > ?1",
+                [now_ms()],
+                |r| Ok((r.get::<_, i64>(0)? as HostId, r.get(1)?)),
+            )?,
+            queued_per_host: self.collect_rows(
+                "SELECT host_id, count(*) FROM spill GROUP BY host_id",
+                [],
+                |r| Ok((r.get::<_, i64>(0)? as HostId, r.get::<_, i64>(1)? as u64)),
+            )?,
+            ..Resumed::default()
+        };
+        self.read_known(&mut out, visit).map_err(e)?;
+        Ok(out)
+    }
+
+    /// Every row of `sql`, mapped by `row`.
+    fn collect_rows<T, C: FromIterator<T>>(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        row: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<C, StoreError> {
+        let mut st = self.conn.prepare(sql).map_err(|e| self.err(e))?;
+        let rows = st.query_map(params, row).map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<C>>()
+            .map_err(|e| self.err(e))
+    }
+
+    /// Call `visit` with every known URL, and count them into `out`.
+    fn read_known(
+        &self,
+        out: &mut Resumed,
+        mut visit: impl FnMut(KnownUrl<'_>),
+    ) -> rusqlite::Result<()> {
+        let mut st = self
+            .conn
+            .prepare("SELECT id, key, state, depth, skip_reason, host_id FROM urls")?;
+        let mut rows = st.query([])?;
+        while let Some(r) = rows.next()? {
+            let id = r.get::<_, i64>(0)? as UrlId;
+            visit(KnownUrl {
+                id,
+                key: r.get_ref(1)?.as_str()?,
+                depth: r.get(3)?,
+                skip_reason: r.get_ref(4)?.as_str_or_null()?,
+            });
+            out.max_url_id = Some(out.max_url_id.map_or(id, |m| m.max(id)));
+            let state = UrlState::from_code(r.get(2)?);
+            if state != Some(UrlState::Skipped) {
+                let host = r.get::<_, i64>(5)? as HostId;
+                *out.admitted_per_host.entry(host).or_default() += 1;
             }
-            let mut st = self
-                .conn
-                .prepare("SELECT id, paused_until FROM hosts WHERE paused_until > ?1")
-                .map_err(e)?;
-            let rows = st
-                .query_map([now_ms()], |r| {
-                    Ok((r.get::<_, i64>(0)? as HostId, r.get(1)?))
-                })
-                .map_err(e)?;
-            for row in rows {
-                out.paused.push(row.map_err(e)?);
-            }
-            let mut st = self
-                .conn
-                .prepare("SELECT host_id, count(*) FROM spill GROUP BY host_id")
-                .map_err(e)?;
-            let rows = st
-                .query_map([], |r| {
-                    Ok((r.get::<_, i64>(0)? as HostId, r.get::<_, i64>(1)? as u64))
-                })
-                .map_err(e)?;
-            for row in rows {
-                let (h, n) = row.map_err(e)?;
-                out.queued_per_host.insert(h, n);
-            }
-            let mut st = self
-                .conn
-                .prepare("SELECT id, key, state, depth, skip_reason, host_id FROM urls")
-                .map_err(e)?;
-            let mut rows = st.query([]).map_err(e)?;
-            while let Some(r) = rows.next().map_err(e)? {
-                let id = r.get::<_, i64>(0).map_err(e)? as UrlId;
-                let key = r.get_ref(1).map_err(e)?.as_str().map_err(|x| e(x.into()))?;
-                visit(KnownUrl {
-                    id,
-                    key,
-                    depth: r.get(3).map_err(e)?,
-                    skip_reason: r
-                        .get_ref(4)
-                        .map_err(e)?
-                        .as_str_or_null()
-                        .map_err(|x| e(x.into()))?,
-                });
-                out.max_url_id = Some(out.max_url_id.map_or(id, |m| m.max(id)));
-                let state = UrlState::from_code(r.get(2).map_err(e)?);
-                if state != Some(UrlState::Skipped) {
-                    let host = r.get::<_, i64>(5).map_err(e)? as HostId;
-                    *out.admitted_per_host.entry(host).or_default() += 1;
+            match state {
+                Some(UrlState::Skipped) => {}
+                Some(UrlState::Done) => {
+                    out.admitted += 1;
+                    out.done += 1
                 }
-                match state {
-                    Some(UrlState::Skipped) => {}
-                    Some(UrlState::Done) => {
-                        out.admitted += 1;
-                        out.done += 1
-                    }
-                    Some(UrlState::Failed) => {
-                        out.admitted += 1;
-                        out.failed += 1
-                    }
-                    _ => out.admitted += 1,
+                Some(UrlState::Failed) => {
+                    out.admitted += 1;
+                    out.failed += 1
                 }
+                _ => out.admitted += 1,
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// URLs known to the crawl: fetched, queued and skipped.

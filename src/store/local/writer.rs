@@ -14,7 +14,7 @@ use rusqlite::{params, Statement, Transaction};
 use tokio::sync::{mpsc, oneshot};
 
 use super::error::StoreError;
-use super::pending::{HostId, PageRecord, Pending, PendingRows, Refilled};
+use super::pending::{HostId, NewUrl, PageRecord, Pending, PendingRows, Refilled, UrlId};
 use super::sqlite::{classify, SqliteStore};
 use crate::store::{now_ms, UrlState};
 use crate::warc::CommitBarrier;
@@ -210,18 +210,66 @@ fn write_pending(tx: &Transaction<'_>, pending: &Pending) -> rusqlite::Result<()
     else {
         return Ok(());
     };
-    if !hosts.is_empty() {
-        let mut st = tx.prepare_cached("INSERT INTO hosts (id, name) VALUES (?1, ?2)")?;
-        for h in &hosts {
-            st.execute(params![h.id, h.name])?;
-        }
+    execute_each(
+        tx,
+        "INSERT INTO hosts (id, name) VALUES (?1, ?2)",
+        &hosts,
+        |st, h| st.execute(params![h.id, h.name]),
+    )?;
+    insert_urls(tx, &urls)?;
+    insert_spills(tx, &spills)?;
+    // After the inserts: these rows may have been pushed in the same take.
+    execute_each(
+        tx,
+        "UPDATE urls SET depth = ?2 WHERE id = ?1 AND depth > ?2",
+        &depths,
+        |st, (id, depth)| st.execute(params![*id as i64, depth]),
+    )?;
+    execute_each(
+        tx,
+        "UPDATE urls SET state = 0, skip_reason = NULL, depth = ?2 WHERE id = ?1 AND state = 3",
+        &requeues,
+        |st, (id, depth)| st.execute(params![*id as i64, depth]),
+    )?;
+    execute_each(
+        tx,
+        "UPDATE hosts SET paused_until = max(coalesce(paused_until, 0), ?2) WHERE id = ?1",
+        &pauses,
+        |st, (host, until)| st.execute(params![host, until]),
+    )?;
+    execute_each(
+        tx,
+        "UPDATE urls SET state = 3, skip_reason = ?2 WHERE id = ?1 AND state = 0",
+        &skips,
+        |st, (id, reason)| st.execute(params![*id as i64, reason.as_str()]),
+    )
+}
+
+/// Run the one-row statement `sql` for each of `rows`; it is prepared (from the cache) only
+/// when there are rows.
+fn execute_each<T>(
+    tx: &Transaction<'_>,
+    sql: &str,
+    rows: &[T],
+    mut run: impl FnMut(&mut Statement<'_>, &T) -> rusqlite::Result<usize>,
+) -> rusqlite::Result<()> {
+    if rows.is_empty() {
+        return Ok(());
     }
+    let mut st = tx.prepare_cached(sql)?;
+    for row in rows {
+        run(&mut st, row)?;
+    }
+    Ok(())
+}
+
+fn insert_urls(tx: &Transaction<'_>, urls: &[NewUrl]) -> rusqlite::Result<()> {
     insert_rows(
         tx,
         "INSERT INTO urls (id, key, url, host_id, depth, state, skip_reason, referrer) VALUES ",
         None,
         8,
-        &urls,
+        urls,
         |st, i, u| {
             let state = if u.skip.is_some() {
                 UrlState::Skipped
@@ -237,51 +285,21 @@ fn write_pending(tx: &Transaction<'_>, pending: &Pending) -> rusqlite::Result<()
             st.raw_bind_parameter(i + 6, u.skip.map(|s| s.as_str()))?;
             st.raw_bind_parameter(i + 7, u.referrer.map(|r| r as i64))
         },
-    )?;
+    )
+}
+
+fn insert_spills(tx: &Transaction<'_>, spills: &[(HostId, UrlId)]) -> rusqlite::Result<()> {
     insert_rows(
         tx,
         "INSERT INTO spill (host_id, url_id) VALUES ",
         None,
         2,
-        &spills,
+        spills,
         |st, i, (h, u)| {
             st.raw_bind_parameter(i, h)?;
             st.raw_bind_parameter(i + 1, *u as i64)
         },
-    )?;
-    // After the inserts: these rows may have been pushed in the same take.
-    if !depths.is_empty() {
-        let mut st =
-            tx.prepare_cached("UPDATE urls SET depth = ?2 WHERE id = ?1 AND depth > ?2")?;
-        for (id, depth) in &depths {
-            st.execute(params![*id as i64, depth])?;
-        }
-    }
-    if !requeues.is_empty() {
-        let mut st = tx.prepare_cached(
-            "UPDATE urls SET state = 0, skip_reason = NULL, depth = ?2 WHERE id = ?1 AND state = 3",
-        )?;
-        for (id, depth) in &requeues {
-            st.execute(params![*id as i64, depth])?;
-        }
-    }
-    if !pauses.is_empty() {
-        let mut st = tx.prepare_cached(
-            "UPDATE hosts SET paused_until = max(coalesce(paused_until, 0), ?2) WHERE id = ?1",
-        )?;
-        for (host, until) in &pauses {
-            st.execute(params![host, until])?;
-        }
-    }
-    if !skips.is_empty() {
-        let mut st = tx.prepare_cached(
-            "UPDATE urls SET state = 3, skip_reason = ?2 WHERE id = ?1 AND state = 0",
-        )?;
-        for (id, reason) in &skips {
-            st.execute(params![*id as i64, reason.as_str()])?;
-        }
-    }
-    Ok(())
+    )
 }
 
 fn write_page(tx: &Transaction<'_>, page: &PageRecord) -> rusqlite::Result<()> {
