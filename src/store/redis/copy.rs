@@ -78,12 +78,7 @@ async fn copy(redis: &Redis, keys: &CrawlKeys, path: &Path) -> Result<Copied, Di
     let store = SqliteStore::open(path, OpenMode::Crawl)?;
     store.write_crawl(&seeds, config)?;
     let shown = path.display().to_string();
-    let sql = |e: rusqlite::Error| {
-        DistError::Store(StoreError::Sqlite {
-            path: shown.clone(),
-            source: e,
-        })
-    };
+    let sql = sql_error(&shown);
     let conn = store.conn();
     let started = meta.get("started_at").and_then(|s| s.parse::<i64>().ok());
     let finished = meta.get("finished_at").and_then(|s| s.parse::<i64>().ok());
@@ -102,89 +97,147 @@ async fn copy(redis: &Redis, keys: &CrawlKeys, path: &Path) -> Result<Copied, Di
         host_ids: HashMap::new(),
         copied: Copied::default(),
     };
-    for host in &hosts {
-        let id = rows.host_id(host).map_err(sql)?;
-        // A 429/503 pause still running is kept, as a local crawl keeps it.
-        let paused: Option<i64> = redis
-            .cmd(
-                redis::cmd("HGET")
-                    .arg(&keys.host(host).state)
-                    .arg("paused_until"),
-            )
-            .await?;
-        if let Some(until) = paused {
-            tx.execute(
-                "UPDATE hosts SET paused_until = ?2 WHERE id = ?1",
-                params![id, until],
-            )
-            .map_err(sql)?;
-        }
-    }
-    // Ids first (in host order, admission order within a scan), so referrers resolve.
-    for host in &hosts {
-        let hk = keys.host(host);
-        scan_hash(redis, &hk.seen, |batch| {
-            for (key, _) in batch {
-                rows.assign(&key);
-            }
-            Ok(())
-        })
-        .await?;
-    }
-    for host in &hosts {
-        let hk = keys.host(host);
-        let host_id = rows.host_id(host).map_err(sql)?;
-        let mut batches = Vec::new();
-        scan_hash(redis, &hk.seen, |batch| {
-            batches.push(batch);
-            Ok(())
-        })
-        .await?;
-        for batch in batches {
-            let (pages, skips) = details(redis, &hk, &batch).await?;
-            for (((key, admission), page), skip) in batch.iter().zip(pages).zip(skips) {
-                let admission: Admission = parse(admission, key)?;
-                let page = page.map(|p| parse::<PageResult>(&p, key)).transpose()?;
-                rows.insert(key, host_id, &admission, page.as_ref(), skip.as_deref())
-                    .map_err(sql)?;
-            }
-        }
-    }
-    for host in &hosts {
-        let hk = keys.host(host);
-        let mut start = 0usize;
-        loop {
-            let batch: Vec<String> = redis
-                .cmd(
-                    redis::cmd("LRANGE")
-                        .arg(&hk.edges)
-                        .arg(start)
-                        .arg(start + BATCH - 1),
-                )
-                .await?;
-            if batch.is_empty() {
-                break;
-            }
-            start += batch.len();
-            for item in &batch {
-                let e: StoredEdges = parse(item, "an edge list")?;
-                let src = rows.ensure(redis, keys, &e.src).await?;
-                for (dst, kind, nofollow, anchor) in &e.edges {
-                    let dst = rows.ensure(redis, keys, dst).await?;
-                    tx.prepare_cached(
-                        "INSERT INTO edges (src, dst, kind, nofollow, anchor) VALUES (?1, ?2, ?3, ?4, ?5)",
-                    )
-                    .and_then(|mut st| st.execute(params![src, dst, kind, nofollow, anchor]))
-                    .map_err(sql)?;
-                    rows.copied.edges += 1;
-                }
-            }
-        }
-    }
+    let copier = Copier {
+        redis,
+        keys,
+        hosts: &hosts,
+        sql,
+    };
+    copier.hosts(&mut rows).await?;
+    copier.ids(&mut rows).await?;
+    copier.urls(&mut rows).await?;
+    copier.edges(&mut rows).await?;
     let copied = rows.copied;
     tx.commit().map_err(sql)?;
     store.mark_running(false)?;
     Ok(copied)
+}
+
+/// How a SQLite error of the copy at `shown` is reported.
+fn sql_error(shown: &str) -> impl Fn(rusqlite::Error) -> DistError + Copy + '_ {
+    move |e| {
+        DistError::Store(StoreError::Sqlite {
+            path: shown.to_owned(),
+            source: e,
+        })
+    }
+}
+
+/// One copy under way: where from, and the crawl's hosts in order (each step reads every
+/// host in turn); `sql` reports the SQLite errors.
+struct Copier<'a, E> {
+    redis: &'a Redis,
+    keys: &'a CrawlKeys,
+    hosts: &'a [String],
+    sql: E,
+}
+
+impl<E: Fn(rusqlite::Error) -> DistError + Copy> Copier<'_, E> {
+    /// The host rows, with any 429/503 pause still running (as a local crawl keeps it).
+    async fn hosts(&self, rows: &mut Rows<'_>) -> Result<(), DistError> {
+        for host in self.hosts {
+            let id = rows.host_id(host).map_err(self.sql)?;
+            let paused: Option<i64> = self
+                .redis
+                .cmd(
+                    redis::cmd("HGET")
+                        .arg(&self.keys.host(host).state)
+                        .arg("paused_until"),
+                )
+                .await?;
+            if let Some(until) = paused {
+                rows.conn
+                    .execute(
+                        "UPDATE hosts SET paused_until = ?2 WHERE id = ?1",
+                        params![id, until],
+                    )
+                    .map_err(self.sql)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ids first (in host order, admission order within a scan), so referrers resolve.
+    async fn ids(&self, rows: &mut Rows<'_>) -> Result<(), DistError> {
+        for host in self.hosts {
+            scan_hash(self.redis, &self.keys.host(host).seen, |batch| {
+                for (key, _) in batch {
+                    rows.assign(&key);
+                }
+                Ok(())
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// The URL rows, with their pages and skip reasons.
+    async fn urls(&self, rows: &mut Rows<'_>) -> Result<(), DistError> {
+        for host in self.hosts {
+            let hk = self.keys.host(host);
+            let host_id = rows.host_id(host).map_err(self.sql)?;
+            let mut batches = Vec::new();
+            scan_hash(self.redis, &hk.seen, |batch| {
+                batches.push(batch);
+                Ok(())
+            })
+            .await?;
+            for batch in batches {
+                let (pages, skips) = details(self.redis, &hk, &batch).await?;
+                for (((key, admission), page), skip) in batch.iter().zip(pages).zip(skips) {
+                    let admission: Admission = parse(admission, key)?;
+                    let page = page.map(|p| parse::<PageResult>(&p, key)).transpose()?;
+                    rows.insert(key, host_id, &admission, page.as_ref(), skip.as_deref())
+                        .map_err(self.sql)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The edge rows, `BATCH` edge lists at a time; ends a scan missed are read then.
+    async fn edges(&self, rows: &mut Rows<'_>) -> Result<(), DistError> {
+        for host in self.hosts {
+            let hk = self.keys.host(host);
+            let mut start = 0usize;
+            loop {
+                let batch: Vec<String> = self
+                    .redis
+                    .cmd(
+                        redis::cmd("LRANGE")
+                            .arg(&hk.edges)
+                            .arg(start)
+                            .arg(start + BATCH - 1),
+                    )
+                    .await?;
+                if batch.is_empty() {
+                    break;
+                }
+                start += batch.len();
+                for item in &batch {
+                    let e: StoredEdges = parse(item, "an edge list")?;
+                    self.edge_list(rows, &e).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The edge rows of one page.
+    async fn edge_list(&self, rows: &mut Rows<'_>, e: &StoredEdges) -> Result<(), DistError> {
+        let src = rows.ensure(self.redis, self.keys, &e.src).await?;
+        for (dst, kind, nofollow, anchor) in &e.edges {
+            let dst = rows.ensure(self.redis, self.keys, dst).await?;
+            rows.conn
+                .prepare_cached(
+                    "INSERT INTO edges (src, dst, kind, nofollow, anchor) VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .and_then(|mut st| st.execute(params![src, dst, kind, nofollow, anchor]))
+                .map_err(self.sql)?;
+            rows.copied.edges += 1;
+        }
+        Ok(())
+    }
 }
 
 fn parse<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T, DistError> {
@@ -362,13 +415,7 @@ impl Rows<'_> {
             .map(|p| parse::<PageResult>(&p, key))
             .transpose()?;
         let skip = skips.into_iter().next().flatten();
-        let shown = String::from("the copy");
-        let sql = |e: rusqlite::Error| {
-            DistError::Store(StoreError::Sqlite {
-                path: shown.clone(),
-                source: e,
-            })
-        };
+        let sql = sql_error("the copy");
         let host_id = self.host_id(&host).map_err(sql)?;
         self.insert(key, host_id, &admission, page.as_ref(), skip.as_deref())
             .map_err(sql)?;
