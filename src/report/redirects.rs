@@ -30,42 +30,17 @@ pub(super) fn run(store: &SqliteStore, o: &mut Out<'_>) -> Result<(), ReportErro
     let err = |e| sql(store, e);
     let conn = store.conn();
     let redirect = LinkKind::Redirect.code();
-
-    let mut next: HashMap<i64, i64> = HashMap::new();
-    {
-        let mut st = conn
-            .prepare(&format!(
-                "SELECT src, dst FROM edges WHERE kind = {redirect} ORDER BY rowid"
-            ))
-            .map_err(err)?;
-        let mut rows = st.query([]).map_err(err)?;
-        while let Some(r) = rows.next().map_err(err)? {
-            // A URL answers once, so it has one redirect edge; keep the first if not.
-            next.entry(r.get(0).map_err(err)?)
-                .or_insert(r.get(1).map_err(err)?);
-        }
-    }
-    let mut hop_st = conn
-        .prepare(
-            "SELECT coalesce(url, key), state, status, error_kind, skip_reason
-             FROM urls WHERE id = ?1",
-        )
-        .map_err(err)?;
-    let mut hop = |id: i64| -> Result<Hop, ReportError> {
-        hop_st
-            .query_row([id], |r| {
-                Ok(Hop {
-                    url: r.get(0)?,
-                    state: UrlState::from_code(r.get(1)?),
-                    status: r.get(2)?,
-                    error_kind: r.get(3)?,
-                    skip_reason: r.get(4)?,
-                })
-            })
-            .map_err(|e| sql(store, e).into())
+    let mut chains = Chains {
+        store,
+        next: redirect_edges(store)?,
+        hop_st: conn
+            .prepare(
+                "SELECT coalesce(url, key), state, status, error_kind, skip_reason
+                 FROM urls WHERE id = ?1",
+            )
+            .map_err(err)?,
+        reported: HashSet::new(),
     };
-
-    let mut reported: HashSet<i64> = HashSet::new();
     let passes = [
         format!(
             "SELECT id FROM urls WHERE status BETWEEN 300 AND 399
@@ -81,42 +56,90 @@ pub(super) fn run(store: &SqliteStore, o: &mut Out<'_>) -> Result<(), ReportErro
                 return Ok(());
             }
             let start: i64 = r.get(0).map_err(err)?;
-            if reported.contains(&start) {
-                continue;
+            if !chains.reported.contains(&start) {
+                chains.write(start, o)?;
             }
-            let mut chain = vec![hop(start)?.url];
-            let mut seen = HashSet::from([start]);
-            reported.insert(start);
-            let mut cur = start;
-            let mut looped = false;
-            while let Some(&to) = next.get(&cur) {
-                let h = hop(to)?;
-                chain.push(h.url);
-                if !seen.insert(to) {
-                    looped = true;
-                    break;
-                }
-                if h.status.is_some_and(|s| (300..400).contains(&s)) {
-                    reported.insert(to);
-                }
-                cur = to;
-            }
-            let last = hop(cur)?;
-            let (status, error) = if looped {
-                (Cell::Null, Cell::Text("loop".to_owned()))
-            } else {
-                outcome(&last)
-            };
-            o.row(vec![
-                Cell::Text(chain[0].clone()),
-                Cell::Int(chain.len() as i64 - 1),
-                status,
-                error,
-                Cell::List(chain),
-            ])?;
         }
     }
     Ok(())
+}
+
+/// Where each URL redirects to, by id.
+fn redirect_edges(store: &SqliteStore) -> Result<HashMap<i64, i64>, ReportError> {
+    let err = |e| sql(store, e);
+    let redirect = LinkKind::Redirect.code();
+    let mut next: HashMap<i64, i64> = HashMap::new();
+    let mut st = store
+        .conn()
+        .prepare(&format!(
+            "SELECT src, dst FROM edges WHERE kind = {redirect} ORDER BY rowid"
+        ))
+        .map_err(err)?;
+    let mut rows = st.query([]).map_err(err)?;
+    while let Some(r) = rows.next().map_err(err)? {
+        // A URL answers once, so it has one redirect edge; keep the first if not.
+        next.entry(r.get(0).map_err(err)?)
+            .or_insert(r.get(1).map_err(err)?);
+    }
+    Ok(next)
+}
+
+/// The walk over the redirect edges, and the 3xx URLs already reported.
+struct Chains<'s> {
+    store: &'s SqliteStore,
+    next: HashMap<i64, i64>,
+    hop_st: rusqlite::Statement<'s>,
+    reported: HashSet<i64>,
+}
+
+impl Chains<'_> {
+    fn hop(&mut self, id: i64) -> Result<Hop, ReportError> {
+        self.hop_st
+            .query_row([id], |r| {
+                Ok(Hop {
+                    url: r.get(0)?,
+                    state: UrlState::from_code(r.get(1)?),
+                    status: r.get(2)?,
+                    error_kind: r.get(3)?,
+                    skip_reason: r.get(4)?,
+                })
+            })
+            .map_err(|e| sql(self.store, e).into())
+    }
+
+    /// Follow the chain from `start` to its end or its first repeat, and write its row.
+    fn write(&mut self, start: i64, o: &mut Out<'_>) -> Result<(), ReportError> {
+        let mut chain = vec![self.hop(start)?.url];
+        let mut seen = HashSet::from([start]);
+        self.reported.insert(start);
+        let mut cur = start;
+        let mut looped = false;
+        while let Some(&to) = self.next.get(&cur) {
+            let h = self.hop(to)?;
+            chain.push(h.url);
+            if !seen.insert(to) {
+                looped = true;
+                break;
+            }
+            if h.status.is_some_and(|s| (300..400).contains(&s)) {
+                self.reported.insert(to);
+            }
+            cur = to;
+        }
+        let last = self.hop(cur)?;
+        let (status, error) = if looped {
+            (Cell::Null, Cell::Text("loop".to_owned()))
+        } else {
+            outcome(&last)
+        };
+        o.row(vec![
+            Cell::Text(chain[0].clone()),
+            Cell::Int(chain.len() as i64 - 1),
+            status,
+            error,
+            Cell::List(chain),
+        ])
+    }
 }
 
 /// Final status and error of a chain ending at `last`: its status, or why it has none.
