@@ -15,7 +15,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 use crate::live::{Progress, ProgressSnapshot};
-use crate::stats::LATENCY_BUCKETS_MS;
+use crate::stats::{RunCounts, LATENCY_BUCKETS_MS};
 
 /// Why the metrics endpoint could not start.
 #[derive(Debug, thiserror::Error)]
@@ -81,9 +81,24 @@ pub async fn serve(
 
 /// The Prometheus text exposition of one snapshot.
 pub fn render(s: &ProgressSnapshot) -> String {
-    let r = &s.run;
-    let f = &s.frontier;
     let mut out = String::with_capacity(2048);
+    write_pages(&mut out, &s.run);
+    for (name, kind, help, value) in counters(&s.run).into_iter().chain(gauges(s)) {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+        );
+    }
+    write_errors(&mut out, &s.run);
+    write_latency(&mut out, &s.run);
+    out
+}
+
+/// A metric of one value: name, type, help, value.
+type Simple = (&'static str, &'static str, &'static str, u64);
+
+/// `trawl_pages_total`, by status class and for no response.
+fn write_pages(out: &mut String, r: &RunCounts) {
     let _ = writeln!(
         out,
         "# HELP trawl_pages_total URLs fetched this run, by status class.\n# TYPE trawl_pages_total counter"
@@ -97,8 +112,10 @@ pub fn render(s: &ProgressSnapshot) -> String {
     }
     let no_response = r.pages - r.by_class.iter().sum::<u64>();
     let _ = writeln!(out, "trawl_pages_total{{class=\"none\"}} {no_response}");
-    let v = &s.visited;
-    let simple: [(&str, &str, &str, u64); 11] = [
+}
+
+fn counters(r: &RunCounts) -> [Simple; 5] {
+    [
         (
             "trawl_failed_total",
             "counter",
@@ -119,6 +136,13 @@ pub fn render(s: &ProgressSnapshot) -> String {
             "Hosts paused by a 429 or 503.",
             r.pauses,
         ),
+    ]
+}
+
+fn gauges(s: &ProgressSnapshot) -> [Simple; 6] {
+    let f = &s.frontier;
+    let v = &s.visited;
+    [
         (
             "trawl_in_flight",
             "gauge",
@@ -155,13 +179,11 @@ pub fn render(s: &ProgressSnapshot) -> String {
             "Visited-set entries moved to disk past visited-memory.",
             v.on_disk as u64,
         ),
-    ];
-    for (name, kind, help, value) in simple {
-        let _ = writeln!(
-            out,
-            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
-        );
-    }
+    ]
+}
+
+/// `trawl_errors_total`, by error kind.
+fn write_errors(out: &mut String, r: &RunCounts) {
     let _ = writeln!(
         out,
         "# HELP trawl_errors_total Failures by error kind.\n# TYPE trawl_errors_total counter"
@@ -169,6 +191,10 @@ pub fn render(s: &ProgressSnapshot) -> String {
     for (kind, n) in &r.errors {
         let _ = writeln!(out, "trawl_errors_total{{kind=\"{kind}\"}} {n}");
     }
+}
+
+/// The `trawl_fetch_duration_seconds` histogram.
+fn write_latency(out: &mut String, r: &RunCounts) {
     let _ = writeln!(
         out,
         "# HELP trawl_fetch_duration_seconds Request start to body end.\n# TYPE trawl_fetch_duration_seconds histogram"
@@ -192,5 +218,4 @@ pub fn render(s: &ProgressSnapshot) -> String {
         "trawl_fetch_duration_seconds_sum {}\ntrawl_fetch_duration_seconds_count {cumulative}",
         r.latency_sum_ms as f64 / 1000.0
     );
-    out
 }

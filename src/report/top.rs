@@ -54,35 +54,52 @@ pub(super) fn run(store: &SqliteStore, limit: u64, o: &mut Out<'_>) -> Result<()
 
 /// PageRank of the internal graph: (node index by URL id, rank by node index).
 pub(super) fn pagerank(store: &SqliteStore) -> Result<(Vec<u32>, Vec<f64>), ReportError> {
-    let err = |e| sql(store, e);
-    let conn = store.conn();
-    let mut node_of = vec![NOT_A_NODE; id_space(store)?];
-    let mut n = 0u32;
-    {
-        let mut st = conn
-            .prepare(&format!(
-                "SELECT id FROM urls WHERE state = 1 AND status BETWEEN 200 AND 299 AND {}
-                 ORDER BY id",
-                is_html_sql("content_type")
-            ))
-            .map_err(err)?;
-        let mut rows = st.query([]).map_err(err)?;
-        while let Some(r) = rows.next().map_err(err)? {
-            node_of[r.get::<_, i64>(0).map_err(err)? as usize] = n;
-            n += 1;
-        }
-    }
-    let nodes = n as usize;
+    let (node_of, nodes) = page_nodes(store)?;
     if nodes == 0 {
         return Ok((node_of, Vec::new()));
     }
-    // Compressed rows: the targets of node i are targets[start[i]..start[i + 1]]. Sources
-    // come sorted by id, and node indexes follow id order, so rows fill in order.
-    let mut start = vec![0u32; nodes + 1];
-    let mut targets: Vec<u32> = Vec::new();
-    {
+    let graph = Graph::read(store, &node_of, nodes)?;
+    Ok((node_of, graph.rank()))
+}
+
+/// The node index of every page of the graph by URL id (`NOT_A_NODE` for other URLs),
+/// in id order, and how many pages there are.
+fn page_nodes(store: &SqliteStore) -> Result<(Vec<u32>, usize), ReportError> {
+    let err = |e| sql(store, e);
+    let mut node_of = vec![NOT_A_NODE; id_space(store)?];
+    let mut n = 0u32;
+    let mut st = store
+        .conn()
+        .prepare(&format!(
+            "SELECT id FROM urls WHERE state = 1 AND status BETWEEN 200 AND 299 AND {}
+             ORDER BY id",
+            is_html_sql("content_type")
+        ))
+        .map_err(err)?;
+    let mut rows = st.query([]).map_err(err)?;
+    while let Some(r) = rows.next().map_err(err)? {
+        node_of[r.get::<_, i64>(0).map_err(err)? as usize] = n;
+        n += 1;
+    }
+    Ok((node_of, n as usize))
+}
+
+/// The links between pages, as compressed rows: the targets of node i are
+/// `targets[start[i]..start[i + 1]]`.
+struct Graph {
+    start: Vec<u32>,
+    targets: Vec<u32>,
+}
+
+impl Graph {
+    /// The distinct links between the `nodes` pages other than self-links and redirects.
+    fn read(store: &SqliteStore, node_of: &[u32], nodes: usize) -> Result<Graph, ReportError> {
+        let err = |e| sql(store, e);
+        let mut start = vec![0u32; nodes + 1];
+        let mut targets: Vec<u32> = Vec::new();
         let redirect = LinkKind::Redirect.code();
-        let mut st = conn
+        let mut st = store
+            .conn()
             .prepare(&format!(
                 "SELECT DISTINCT src, dst FROM edges
                  WHERE src != dst AND kind != {redirect} ORDER BY src, dst"
@@ -95,6 +112,7 @@ pub(super) fn pagerank(store: &SqliteStore) -> Result<(Vec<u32>, Vec<f64>), Repo
                 .copied()
                 .filter(|&x| x != NOT_A_NODE)
         };
+        // Sources come sorted by id, and node indexes follow id order, so rows fill in order.
         while let Some(r) = rows.next().map_err(err)? {
             let (Some(s), Some(d)) = (node(r.get(0).map_err(err)?), node(r.get(1).map_err(err)?))
             else {
@@ -103,14 +121,33 @@ pub(super) fn pagerank(store: &SqliteStore) -> Result<(Vec<u32>, Vec<f64>), Repo
             targets.push(d);
             start[s as usize + 1] += 1;
         }
+        for i in 0..nodes {
+            start[i + 1] += start[i];
+        }
+        Ok(Graph { start, targets })
     }
-    for i in 0..nodes {
-        start[i + 1] += start[i];
+
+    /// Power iteration from the uniform rank, to `TOLERANCE` or `MAX_ROUNDS`.
+    fn rank(&self) -> Vec<f64> {
+        let nodes = self.start.len() - 1;
+        let uniform = 1.0 / nodes as f64;
+        let mut rank = vec![uniform; nodes];
+        let mut next = vec![0.0; nodes];
+        for _ in 0..MAX_ROUNDS {
+            self.round(&rank, &mut next, uniform);
+            let moved: f64 = rank.iter().zip(&next).map(|(x, y)| (x - y).abs()).sum();
+            std::mem::swap(&mut rank, &mut next);
+            if moved < TOLERANCE {
+                break;
+            }
+        }
+        rank
     }
-    let uniform = 1.0 / nodes as f64;
-    let mut rank = vec![uniform; nodes];
-    let mut next = vec![0.0; nodes];
-    for _ in 0..MAX_ROUNDS {
+
+    /// One round: `next` from `rank`.
+    fn round(&self, rank: &[f64], next: &mut [f64], uniform: f64) {
+        let start = &self.start;
+        let nodes = rank.len();
         let dangling: f64 = (0..nodes)
             .filter(|&i| start[i] == start[i + 1])
             .map(|i| rank[i])
@@ -123,17 +160,11 @@ pub(super) fn pagerank(store: &SqliteStore) -> Result<(Vec<u32>, Vec<f64>), Repo
                 continue;
             }
             let share = DAMPING * rank[i] / (b - a) as f64;
-            for &t in &targets[a..b] {
+            for &t in &self.targets[a..b] {
                 next[t as usize] += share;
             }
         }
-        let moved: f64 = rank.iter().zip(&next).map(|(x, y)| (x - y).abs()).sum();
-        std::mem::swap(&mut rank, &mut next);
-        if moved < TOLERANCE {
-            break;
-        }
     }
-    Ok((node_of, rank))
 }
 
 #[cfg(test)]
