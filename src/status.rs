@@ -128,102 +128,124 @@ fn read_store(path: &Path, store: &SqliteStore) -> Result<Status, StoreError> {
     // One snapshot, so the counts agree with each other and with the crawl row.
     let _snapshot = store.conn().unchecked_transaction().map_err(err)?;
     let row = store.crawl()?;
-    let now = now_ms();
-    let mut status = Status {
-        db: path.to_owned(),
-        state: State::NotStarted,
-        running_pid: None,
-        locked,
-        seeds: Vec::new(),
-        started_at: None,
-        updated_at: None,
-        finished_at: None,
-        now,
-        elapsed_ms: None,
-        known: 0,
-        done: 0,
-        failed: 0,
-        queued: 0,
-        skipped: 0,
-        status_classes: BTreeMap::new(),
-        errors: BTreeMap::new(),
-        recent_pages: 0,
-        recent_rate: None,
-        broken: 0,
-    };
+    let mut status = Status::empty(path, locked, now_ms());
     let updated_at: Option<i64> = store
         .conn()
         .query_row("SELECT updated_at FROM crawl WHERE id = 1", [], |r| {
             r.get(0)
         })
         .ok();
-    if let Some(row) = &row {
-        status.seeds = row.seeds.clone();
-        status.started_at = Some(row.started_at);
-        status.updated_at = updated_at;
-        status.finished_at = row.finished_at;
-        status.running_pid = row.running_pid;
-        status.state = if row.finished_at.is_some() && !locked {
+    match &row {
+        Some(row) => status.read_crawl_row(row, updated_at),
+        // A crawler that has opened the file but not written its crawl row yet.
+        None if locked => status.state = State::Running,
+        None => {}
+    }
+    let since = status.now - RECENT_WINDOW_MS;
+    count_urls(store, since, &mut status).map_err(err)?;
+    if status.state == State::Running {
+        let from = status.started_at.map_or(since, |s| s.max(since));
+        let window = (status.now - from).max(1000);
+        status.recent_rate = Some(status.recent_pages as f64 * 1000.0 / window as f64);
+    }
+    Ok(status)
+}
+
+impl Status {
+    /// Nothing known yet but the file, its lock and the time.
+    fn empty(path: &Path, locked: bool, now: i64) -> Status {
+        Status {
+            db: path.to_owned(),
+            state: State::NotStarted,
+            running_pid: None,
+            locked,
+            seeds: Vec::new(),
+            started_at: None,
+            updated_at: None,
+            finished_at: None,
+            now,
+            elapsed_ms: None,
+            known: 0,
+            done: 0,
+            failed: 0,
+            queued: 0,
+            skipped: 0,
+            status_classes: BTreeMap::new(),
+            errors: BTreeMap::new(),
+            recent_pages: 0,
+            recent_rate: None,
+            broken: 0,
+        }
+    }
+
+    /// What the crawl row says, and the state and elapsed time it implies with `locked`.
+    fn read_crawl_row(&mut self, row: &CrawlRow, updated_at: Option<i64>) {
+        self.seeds = row.seeds.clone();
+        self.started_at = Some(row.started_at);
+        self.updated_at = updated_at;
+        self.finished_at = row.finished_at;
+        self.running_pid = row.running_pid;
+        self.state = if row.finished_at.is_some() && !self.locked {
             State::Finished
-        } else if locked {
+        } else if self.locked {
             State::Running
         } else {
             State::Stopped
         };
-        let end = match status.state {
-            State::Running => Some(now),
+        let end = match self.state {
+            State::Running => Some(self.now),
             State::Finished => row.finished_at,
             _ => updated_at,
         };
-        status.elapsed_ms = end.map(|e| (e - row.started_at).max(0));
-    } else if locked {
-        // A crawler that has opened the file but not written its crawl row yet.
-        status.state = State::Running;
+        self.elapsed_ms = end.map(|e| (e - row.started_at).max(0));
     }
 
-    // One scan of `urls`: every count at once.
-    let since = now - RECENT_WINDOW_MS;
-    let mut st = store
-        .conn()
-        .prepare(
-            "SELECT state, status / 100, error_kind, count(*),
-                    coalesce(sum(state IN (1, 2) AND fetched_at >= ?1), 0)
-             FROM urls GROUP BY 1, 2, 3",
-        )
-        .map_err(err)?;
-    let mut rows = st.query([since]).map_err(err)?;
-    while let Some(r) = rows.next().map_err(err)? {
-        let state: i64 = r.get(0).map_err(err)?;
-        let class: Option<i64> = r.get(1).map_err(err)?;
-        let kind: Option<String> = r.get(2).map_err(err)?;
-        let n = r.get::<_, i64>(3).map_err(err)? as u64;
-        status.recent_pages += r.get::<_, i64>(4).map_err(err)? as u64;
-        status.known += n;
-        let state = UrlState::from_code(state);
+    /// Count `n` URLs of one (state, status class, error kind) group.
+    fn add_group(
+        &mut self,
+        state: Option<UrlState>,
+        class: Option<i64>,
+        kind: Option<String>,
+        n: u64,
+    ) {
+        self.known += n;
         match state {
-            Some(UrlState::Queued) => status.queued += n,
-            Some(UrlState::Done) => status.done += n,
+            Some(UrlState::Queued) => self.queued += n,
+            Some(UrlState::Done) => self.done += n,
             Some(UrlState::Failed) => {
-                status.failed += n;
+                self.failed += n;
                 let kind = kind.unwrap_or_else(|| "unknown".into());
-                *status.errors.entry(kind).or_default() += n;
+                *self.errors.entry(kind).or_default() += n;
             }
-            Some(UrlState::Skipped) => status.skipped += n,
+            Some(UrlState::Skipped) => self.skipped += n,
             None => {}
         }
         if let Some(c @ 1..=5) = class {
-            *status.status_classes.entry(format!("{c}xx")).or_default() += n;
+            *self.status_classes.entry(format!("{c}xx")).or_default() += n;
         }
         if state == Some(UrlState::Failed) || class.is_some_and(|c| c >= 4) {
-            status.broken += n;
+            self.broken += n;
         }
     }
-    if status.state == State::Running {
-        let from = status.started_at.map_or(since, |s| s.max(since));
-        let window = (now - from).max(1000);
-        status.recent_rate = Some(status.recent_pages as f64 * 1000.0 / window as f64);
+}
+
+/// Every count of `urls` into `status`, in one scan; fetches since `since` are recent.
+fn count_urls(store: &SqliteStore, since: i64, status: &mut Status) -> rusqlite::Result<()> {
+    let mut st = store.conn().prepare(
+        "SELECT state, status / 100, error_kind, count(*),
+                coalesce(sum(state IN (1, 2) AND fetched_at >= ?1), 0)
+         FROM urls GROUP BY 1, 2, 3",
+    )?;
+    let mut rows = st.query([since])?;
+    while let Some(r) = rows.next()? {
+        let state: i64 = r.get(0)?;
+        let class: Option<i64> = r.get(1)?;
+        let kind: Option<String> = r.get(2)?;
+        let n = r.get::<_, i64>(3)? as u64;
+        status.recent_pages += r.get::<_, i64>(4)? as u64;
+        status.add_group(UrlState::from_code(state), class, kind, n);
     }
-    Ok(status)
+    Ok(())
 }
 
 /// Whether a crawler holds the advisory lock on `path` (see `OpenMode::Crawl`): try to

@@ -476,7 +476,39 @@ fn run(shared: &Shared, mut rx: mpsc::Receiver<Exchange>, warcinfo: &str) {
 fn records(ex: &Exchange, warcinfo: &str) -> (Record, Record) {
     let request_id = new_id();
     let response_id = new_id();
-    let version = match ex.head.version {
+    let (version, request_version) = versions(ex.head.version);
+    let (response_block, payload_at) = response_block(ex, version);
+    let mut request_fields = common_fields(ex, warcinfo);
+    request_fields.push(("WARC-Concurrent-To", response_id.clone()));
+    let mut response_fields = common_fields(ex, warcinfo);
+    if let Some(t) = truncation(ex.end) {
+        response_fields.push(("WARC-Truncated", t.to_owned()));
+    }
+    (
+        Record {
+            kind: Kind::Request,
+            id: request_id,
+            date: ex.started,
+            content_type: "application/http;msgtype=request",
+            fields: request_fields,
+            block: request_block(ex, request_version),
+            payload_at: None,
+        },
+        Record {
+            kind: Kind::Response,
+            id: response_id,
+            date: ex.started,
+            content_type: "application/http;msgtype=response",
+            fields: response_fields,
+            block: response_block,
+            payload_at: Some(payload_at),
+        },
+    )
+}
+
+/// The HTTP version of the response line, and of the request line.
+fn versions(version: Version) -> (&'static str, &'static str) {
+    let response = match version {
         Version::HTTP_09 => "HTTP/0.9",
         Version::HTTP_10 => "HTTP/1.0",
         Version::HTTP_2 => "HTTP/2",
@@ -484,22 +516,30 @@ fn records(ex: &Exchange, warcinfo: &str) -> (Record, Record) {
         _ => "HTTP/1.1",
     };
     // hyper speaks HTTP/1.1 whatever version an HTTP/1 server answers with.
-    let request_version = match ex.head.version {
-        Version::HTTP_2 | Version::HTTP_3 => version,
+    let request = match version {
+        Version::HTTP_2 | Version::HTTP_3 => response,
         _ => "HTTP/1.1",
     };
+    (response, request)
+}
+
+/// The request head as sent: the request line, `Host`, then the other headers.
+fn request_block(ex: &Exchange, version: &str) -> Vec<u8> {
     let target = &ex.url[Position::BeforePath..Position::AfterQuery];
     let host = &ex.url[Position::BeforeHost..Position::AfterPort];
-    let request_line = format!("GET {target} {request_version}");
-    let request_block = http_head(
+    let request_line = format!("GET {target} {version}");
+    http_head(
         &request_line,
         std::iter::once(("host", host.as_bytes())).chain(
             ex.request
                 .iter()
                 .map(|(name, value)| (name.as_str(), value.as_bytes())),
         ),
-    );
+    )
+}
 
+/// The response head and body, and where the body (the payload) starts.
+fn response_block(ex: &Exchange, version: &str) -> (Vec<u8>, usize) {
     let head = &ex.head;
     let reason = head.reason.clone().unwrap_or_else(|| {
         head.status
@@ -524,54 +564,34 @@ fn records(ex: &Exchange, warcinfo: &str) -> (Record, Record) {
         .filter(|(name, _)| **name != TRANSFER_ENCODING && **name != CONTENT_LENGTH)
         .map(|(name, value)| (name.as_str(), value.as_bytes()))
         .chain((!bodiless || !ex.body.is_empty()).then_some(("content-length", length.as_bytes())));
-    let mut response_block = http_head(&status_line, headers);
-    let payload_at = response_block.len();
-    response_block.extend_from_slice(&ex.body);
+    let mut block = http_head(&status_line, headers);
+    let payload_at = block.len();
+    block.extend_from_slice(&ex.body);
+    (block, payload_at)
+}
 
-    let common = || {
-        let mut fields = vec![
-            // What was requested: a fragment is never sent.
-            ("WARC-Target-URI", ex.url[..Position::AfterQuery].to_owned()),
-            ("WARC-Warcinfo-ID", warcinfo.to_owned()),
-        ];
-        if let Some(ip) = head.ip {
-            fields.push(("WARC-IP-Address", ip.to_string()));
-        }
-        fields
-    };
-    let mut request_fields = common();
-    request_fields.push(("WARC-Concurrent-To", response_id.clone()));
-    let mut response_fields = common();
-    let truncated = match ex.end {
+/// The fields both records of an exchange carry.
+fn common_fields(ex: &Exchange, warcinfo: &str) -> Vec<(&'static str, String)> {
+    let mut fields = vec![
+        // What was requested: a fragment is never sent.
+        ("WARC-Target-URI", ex.url[..Position::AfterQuery].to_owned()),
+        ("WARC-Warcinfo-ID", warcinfo.to_owned()),
+    ];
+    if let Some(ip) = ex.head.ip {
+        fields.push(("WARC-IP-Address", ip.to_string()));
+    }
+    fields
+}
+
+/// `WARC-Truncated`: why a body is not all there, if it is not.
+fn truncation(end: BodyEnd) -> Option<&'static str> {
+    match end {
         BodyEnd::Complete => None,
         BodyEnd::Cut => Some("length"),
         BodyEnd::Timeout => Some("time"),
         BodyEnd::Broken => Some("disconnect"),
         BodyEnd::Unread => Some("unspecified"),
-    };
-    if let Some(t) = truncated {
-        response_fields.push(("WARC-Truncated", t.to_owned()));
     }
-    (
-        Record {
-            kind: Kind::Request,
-            id: request_id,
-            date: ex.started,
-            content_type: "application/http;msgtype=request",
-            fields: request_fields,
-            block: request_block,
-            payload_at: None,
-        },
-        Record {
-            kind: Kind::Response,
-            id: response_id,
-            date: ex.started,
-            content_type: "application/http;msgtype=response",
-            fields: response_fields,
-            block: response_block,
-            payload_at: Some(payload_at),
-        },
-    )
 }
 
 /// The `Content-Length` of `headers`, when present and a number.
