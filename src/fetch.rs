@@ -149,62 +149,20 @@ impl Fetcher {
     /// Clients with the configuration's timeouts, User-Agent, headers, cookies, proxies and
     /// body cap.
     pub fn new(config: &CrawlConfig) -> Result<Fetcher, FetchError> {
-        let mut headers = HeaderMap::new();
-        for h in &config.headers {
-            if let Some((name, value)) = crate::config::parse_header(h) {
-                headers.append(name, value);
-            }
-        }
-        let mut roots = Vec::new();
-        for path in &config.ca_certs {
-            let pem = std::fs::read(path).map_err(|e| {
-                FetchError::Client(format!("cannot read ca-certs file {}: {e}", path.display()))
-            })?;
-            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
-                FetchError::Client(format!("{} holds no PEM certificate: {e}", path.display()))
-            })?;
-            roots.extend(certs);
-        }
-        let jar = Arc::new(reqwest::cookie::Jar::default());
-        let dns = Arc::new(crate::dns::CachingResolver::new());
-        let build = |proxy: Option<&str>| -> Result<Client, FetchError> {
-            let mut b = Client::builder()
-                .default_headers(headers.clone())
-                .redirect(reqwest::redirect::Policy::none())
-                .connect_timeout(config.connect_timeout)
-                .read_timeout(config.read_timeout)
-                .timeout(config.timeout)
-                .user_agent(config.user_agent.clone())
-                .pool_max_idle_per_host(config.per_host)
-                .pool_idle_timeout(Duration::from_secs(30))
-                .tcp_nodelay(true)
-                .gzip(true)
-                .brotli(true)
-                .deflate(true)
-                .zstd(true);
-            if config.cookies {
-                b = b.cookie_provider(jar.clone());
-            }
-            b = b.dns_resolver(dns.clone());
-            for cert in &roots {
-                b = b.add_root_certificate(cert.clone());
-            }
-            b = match proxy {
-                Some(p) => b.proxy(
-                    reqwest::Proxy::all(p)
-                        .map_err(|e| FetchError::Client(format!("proxy {p:?}: {e}")))?,
-                ),
-                None => b.no_proxy(),
-            };
-            b.build().map_err(|e| FetchError::Client(e.to_string()))
+        let clients = Clients {
+            config,
+            headers: configured_headers(config),
+            roots: root_certificates(config)?,
+            jar: Arc::new(reqwest::cookie::Jar::default()),
+            dns: Arc::new(crate::dns::CachingResolver::new()),
         };
         let routes = if config.proxies.is_empty() {
-            vec![build(None)?]
+            vec![clients.build(None)?]
         } else {
             config
                 .proxies
                 .iter()
-                .map(|p| build(Some(p)))
+                .map(|p| clients.build(Some(p)))
                 .collect::<Result<_, _>>()?
         };
         let pool = Pool::new(
@@ -213,30 +171,13 @@ impl Fetcher {
             config.proxy_max_failures,
             config.proxy_cooldown,
         );
-        // What reqwest sends besides Host and cookies: its `Accept` default, the
-        // configured headers over it, the User-Agent over those, and the encodings its
-        // decoders accept unless a configured header names others.
-        let mut sent = HeaderMap::new();
-        sent.insert(ACCEPT, HeaderValue::from_static("*/*"));
-        for (name, value) in &headers {
-            sent.insert(name, value.clone());
-        }
-        if let Ok(ua) = HeaderValue::from_str(&config.user_agent) {
-            sent.insert(USER_AGENT, ua);
-        }
-        if !sent.contains_key(ACCEPT_ENCODING) {
-            sent.insert(
-                ACCEPT_ENCODING,
-                HeaderValue::from_static("zstd,gzip,deflate,br"),
-            );
-        }
         Ok(Fetcher {
             routes: Arc::new(routes),
             pool: Arc::new(pool),
             max_body: config.max_body.0,
             shape: Arc::new(RequestShape {
-                sent,
-                jar: config.cookies.then_some(jar),
+                sent: sent_headers(&clients.headers, &config.user_agent),
+                jar: config.cookies.then_some(clients.jar),
                 direct: config.proxies.is_empty(),
             }),
             warc: None,
@@ -283,6 +224,98 @@ impl Fetcher {
         }
         Ok(resp)
     }
+}
+
+/// What every client of a crawl is built from; one client per route.
+struct Clients<'a> {
+    config: &'a CrawlConfig,
+    headers: HeaderMap,
+    roots: Vec<reqwest::Certificate>,
+    jar: Arc<reqwest::cookie::Jar>,
+    dns: Arc<crate::dns::CachingResolver>,
+}
+
+impl Clients<'_> {
+    /// The client of one route: through `proxy`, or direct.
+    fn build(&self, proxy: Option<&str>) -> Result<Client, FetchError> {
+        let config = self.config;
+        let mut b = Client::builder()
+            .default_headers(self.headers.clone())
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(config.connect_timeout)
+            .read_timeout(config.read_timeout)
+            .timeout(config.timeout)
+            .user_agent(config.user_agent.clone())
+            .pool_max_idle_per_host(config.per_host)
+            .pool_idle_timeout(Duration::from_secs(30))
+            .tcp_nodelay(true)
+            .gzip(true)
+            .brotli(true)
+            .deflate(true)
+            .zstd(true);
+        if config.cookies {
+            b = b.cookie_provider(self.jar.clone());
+        }
+        b = b.dns_resolver(self.dns.clone());
+        for cert in &self.roots {
+            b = b.add_root_certificate(cert.clone());
+        }
+        b = match proxy {
+            Some(p) => b.proxy(
+                reqwest::Proxy::all(p)
+                    .map_err(|e| FetchError::Client(format!("proxy {p:?}: {e}")))?,
+            ),
+            None => b.no_proxy(),
+        };
+        b.build().map_err(|e| FetchError::Client(e.to_string()))
+    }
+}
+
+/// The configured `headers` that parse.
+fn configured_headers(config: &CrawlConfig) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    for h in &config.headers {
+        if let Some((name, value)) = crate::config::parse_header(h) {
+            headers.append(name, value);
+        }
+    }
+    headers
+}
+
+/// Every certificate of the `ca-certs` files, trusted besides the built-in roots.
+fn root_certificates(config: &CrawlConfig) -> Result<Vec<reqwest::Certificate>, FetchError> {
+    let mut roots = Vec::new();
+    for path in &config.ca_certs {
+        let pem = std::fs::read(path).map_err(|e| {
+            FetchError::Client(format!("cannot read ca-certs file {}: {e}", path.display()))
+        })?;
+        let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+            FetchError::Client(format!("{} holds no PEM certificate: {e}", path.display()))
+        })?;
+        roots.extend(certs);
+    }
+    Ok(roots)
+}
+
+/// What reqwest sends besides Host and cookies: its `Accept` default, the configured
+/// `headers` over it, the User-Agent over those, and the encodings its decoders accept
+/// unless a configured header names others.
+fn sent_headers(headers: &HeaderMap, user_agent: &str) -> HeaderMap {
+    let mut sent = HeaderMap::new();
+    sent.insert(ACCEPT, HeaderValue::from_static("*/*"));
+    for (name, value) in headers {
+        sent.insert(name, value.clone());
+    }
+    if let Ok(ua) = HeaderValue::from_str(user_agent) {
+        sent.insert(USER_AGENT, ua);
+    }
+    if !sent.contains_key(ACCEPT_ENCODING) {
+        sent.insert(
+            ACCEPT_ENCODING,
+            HeaderValue::from_static("zstd,gzip,deflate,br"),
+        );
+    }
+    sent
 }
 
 impl Response {
