@@ -8,11 +8,12 @@
 //! queues, which a resumed crawl rebuilds from `urls.state = 0`.
 //!
 //! The engine's dispatcher is the only reader (through the store's `take`); workers
-//! push and release.
+//! push and release. When each host may next be asked (spacing, pauses) is `timing`'s.
+
+mod timing;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -22,6 +23,7 @@ use url::Url;
 use super::drain::DrainGuard;
 use super::pending::{HostId, Pending, UrlId};
 use crate::store::FrontierCounts;
+use timing::{Due, HostTiming, Spacing, TimedHosts};
 
 /// URLs of one host held in memory before new ones spill to disk.
 pub const HOST_QUEUE_CAP: usize = 4096;
@@ -55,12 +57,8 @@ pub struct QueuedUrl {
 struct HostQueue {
     queue: VecDeque<QueuedUrl>,
     in_flight: usize,
-    /// No request to the host starts before this (politeness spacing, 429/503 pauses).
-    next_at: Option<Instant>,
-    /// Spacing between request starts; zero for none.
-    interval: Duration,
-    /// In `State::timed`, waiting for `next_at`.
-    timed: bool,
+    /// When its next request may start.
+    timing: HostTiming,
     /// URLs of this host waiting on disk.
     spilled: u64,
     /// A refill has been asked for and not yet delivered.
@@ -75,9 +73,8 @@ struct State {
     /// Hosts that may have something to dispatch or need a refill; checked in turn, so
     /// hosts are served round robin.
     ready: VecDeque<HostId>,
-    /// Hosts waiting for their `next_at`, soonest first (entries may be stale: checked
-    /// against the host when they come due).
-    timed: BinaryHeap<Reverse<(Instant, HostId)>>,
+    /// Hosts waiting for their next start.
+    timed: TimedHosts,
     /// URLs waiting to be tried again, soonest first.
     retries: BinaryHeap<Reverse<Retry>>,
     retry_seq: u64,
@@ -137,13 +134,9 @@ impl HostPolicy {
 pub struct Frontier {
     state: Mutex<State>,
     per_host: usize,
-    /// Spacing between request starts to one host, from the configuration.
-    interval: Duration,
+    spacing: Spacing,
     pending: Arc<Pending>,
     wake: Arc<Notify>,
-    /// Some host has its own spacing (a robots.txt Crawl-delay): `started` has work to do
-    /// even when the configuration asks for no spacing.
-    host_intervals: AtomicBool,
 }
 
 /// A host slot in use, given back however the request ends.
@@ -168,10 +161,9 @@ impl Frontier {
         Frontier {
             state: Mutex::new(State::default()),
             per_host: policy.per_host,
-            interval: policy.interval,
+            spacing: Spacing::new(policy.interval),
             pending,
             wake,
-            host_intervals: AtomicBool::new(false),
         }
     }
 
@@ -245,12 +237,8 @@ impl Frontier {
             st.queued_in_memory += 1;
             self.relist(&mut st, host, now);
         }
-        while let Some(&Reverse((at, host))) = st.timed.peek() {
-            if at > now {
-                break;
-            }
-            st.timed.pop();
-            st.host(host).timed = false;
+        while let Some(host) = st.timed.pop_due(now) {
+            st.host(host).timing.came_due();
             self.relist(&mut st, host, now);
         }
         // A listed host was dispatchable when listed; only time can have changed that.
@@ -261,84 +249,24 @@ impl Frontier {
             if h.in_flight >= per_host || h.queue.is_empty() {
                 continue;
             }
-            if h.next_at.is_some_and(|t| t > now) {
+            if h.timing.waits(now) {
                 self.relist(&mut st, host, now);
                 continue;
             }
             let item = h.queue.pop_front().expect("checked non-empty");
             h.in_flight += 1;
-            let interval = h.interval.max(self.interval);
-            if !interval.is_zero() {
-                h.next_at = Some(now + interval);
-            }
+            self.spacing.start(&mut h.timing, now);
             st.queued_in_memory -= 1;
             st.in_flight += 1;
             self.relist(&mut st, host, now);
             return Ok(item);
         }
-        let next_host = st.timed.peek().map(|r| r.0 .0);
+        let next_host = st.timed.soonest();
         let next_retry = st.retries.peek().map(|r| r.0.at);
         Err(match (next_host, next_retry) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         })
-    }
-
-    /// No request to `host` starts before `until` (a 429 or 503 answer): every worker
-    /// waits, not only the one that saw it.
-    pub fn pause(&self, host: HostId, until: Instant) {
-        let left = until.saturating_duration_since(Instant::now());
-        self.pending
-            .push_pause(host, crate::result::now_ms() + left.as_millis() as i64);
-        let mut st = self.lock();
-        let h = st.host(host);
-        h.next_at = Some(h.next_at.map_or(until, |t| t.max(until)));
-        self.relist(&mut st, host, Instant::now());
-    }
-
-    /// Book a request start for `host` outside the queues (a sitemap read), keeping the
-    /// host's spacing: returns when it may start, and moves the host's next start after it.
-    pub fn book(&self, host: HostId) -> Instant {
-        let now = Instant::now();
-        let mut st = self.lock();
-        let h = st.host(host);
-        let start = h.next_at.map_or(now, |t| t.max(now));
-        let interval = h.interval.max(self.interval);
-        if !interval.is_zero() {
-            h.next_at = Some(start + interval);
-        }
-        start
-    }
-
-    /// A request to `host` starts now. A request that leaves later than it was booked for
-    /// (a busy worker, a loaded machine) pushes the host's next start out, so the spacing
-    /// holds between the requests themselves, not only in the schedule.
-    pub fn started(&self, host: HostId) {
-        // The common case (no spacing anywhere) costs no lock per page.
-        if self.interval.is_zero() && !self.host_intervals.load(Ordering::Relaxed) {
-            return;
-        }
-        let now = Instant::now();
-        let mut st = self.lock();
-        let h = st.host(host);
-        let interval = h.interval.max(self.interval);
-        if interval.is_zero() {
-            return;
-        }
-        let earliest = now + interval;
-        if h.next_at.is_none_or(|t| t < earliest) {
-            h.next_at = Some(earliest);
-        }
-    }
-
-    /// Set a host's own spacing between requests (robots.txt Crawl-delay); the
-    /// configuration's spacing still applies when longer.
-    pub fn set_interval(&self, host: HostId, interval: Duration) {
-        if !interval.is_zero() {
-            self.host_intervals.store(true, Ordering::Relaxed);
-        }
-        let mut st = self.lock();
-        st.host(host).interval = interval;
     }
 
     /// Try `item` again at `at` (its host slot must be released separately).
@@ -414,19 +342,15 @@ impl Frontier {
         let mut list = false;
         let mut timed = None;
         if !h.queue.is_empty() && h.in_flight < per_host {
-            match h.next_at {
-                Some(t) if t > now => {
-                    if !h.timed {
-                        h.timed = true;
-                        timed = Some(t);
-                    }
-                }
-                _ => {
+            match h.timing.due(now) {
+                Due::Now => {
                     if !h.listed {
                         h.listed = true;
                         list = true;
                     }
                 }
+                Due::At(t) => timed = Some(t),
+                Due::Timed => {}
             }
         }
         if wants_refill {
@@ -436,7 +360,7 @@ impl Frontier {
             st.ready.push_back(host);
         }
         if let Some(t) = timed {
-            st.timed.push(Reverse((t, host)));
+            st.timed.push(t, host);
         }
     }
 }
@@ -456,7 +380,7 @@ mod tests {
     use super::super::drain::Drain;
     use super::*;
 
-    fn item(d: &Arc<Drain>, id: UrlId, host: HostId) -> QueuedUrl {
+    pub(super) fn item(d: &Arc<Drain>, id: UrlId, host: HostId) -> QueuedUrl {
         QueuedUrl {
             id,
             url: Url::parse(&format!("http://h{host}/{id}")).unwrap(),
@@ -468,43 +392,8 @@ mod tests {
         }
     }
 
-    fn pop(f: &Frontier) -> Option<QueuedUrl> {
+    pub(super) fn pop(f: &Frontier) -> Option<QueuedUrl> {
         f.pop(Instant::now()).ok()
-    }
-
-    #[test]
-    fn spacing_pauses_and_retries_wait_their_time() {
-        let wake = Arc::new(Notify::new());
-        let pending = Arc::new(Pending::default());
-        let policy = HostPolicy {
-            interval: Duration::from_secs(2),
-            ..HostPolicy::concurrency_only(4)
-        };
-        let f = Frontier::new(policy, pending, wake.clone());
-        let d = Drain::new(0, wake);
-        f.push((0..3).map(|i| item(&d, i, 0)).collect());
-        let t0 = Instant::now();
-        assert!(matches!(f.pop(t0), Ok(q) if q.id == 0));
-        // The next start of host 0 is two seconds later, whatever the slots say.
-        match f.pop(t0) {
-            Err(Some(at)) => assert_eq!(at, t0 + Duration::from_secs(2)),
-            other => panic!("{other:?}"),
-        }
-        assert!(matches!(f.pop(t0 + Duration::from_secs(2)), Ok(q) if q.id == 1));
-        // A pause moves the next start later still.
-        f.pause(0, t0 + Duration::from_secs(60));
-        assert!(matches!(f.pop(t0 + Duration::from_secs(10)), Err(Some(_))));
-        assert!(matches!(f.pop(t0 + Duration::from_secs(60)), Ok(q) if q.id == 2));
-        // A retry comes back at its time, ahead of its host's queue.
-        f.push(vec![item(&d, 7, 1)]);
-        let r = item(&d, 8, 1);
-        f.retry_at(r, t0 + Duration::from_secs(100));
-        assert!(matches!(f.pop(t0 + Duration::from_secs(61)), Ok(q) if q.id == 7));
-        match f.pop(t0 + Duration::from_secs(62)) {
-            Err(Some(at)) => assert_eq!(at, t0 + Duration::from_secs(100)),
-            other => panic!("{other:?}"),
-        }
-        assert!(matches!(f.pop(t0 + Duration::from_secs(100)), Ok(q) if q.id == 8));
     }
 
     fn setup(per_host: usize) -> (Frontier, Arc<Drain>, Arc<Pending>) {
