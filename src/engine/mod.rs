@@ -86,91 +86,106 @@ pub struct Run {
 /// running again resumes.
 pub async fn run<S: Store>(
     store: Arc<S>,
-    run: Run,
+    mut run: Run,
     shutdown: impl Future<Output = ()>,
 ) -> Result<Summary, Error>
 where
     Error: From<S::Error>,
 {
-    let Run {
-        config,
-        reader,
-        rules,
-        seeds,
-        hook,
-        events,
-        progress,
-        warc,
-        resumed,
-        cancel,
-    } = run;
     // The metrics endpoint lives exactly as long as this run.
-    let (_metrics_stop, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
+    let _metrics = serve_metrics(&run.config, &run.progress).await?;
+    run.progress.watch(&store);
+    store.admit_seeds(&run.seeds).await?;
+    let failure = Arc::new(Failure::default());
+    let (tx, rx) = async_channel::bounded(run.config.concurrency);
+    let dispatcher = dispatcher(&store, &run);
+    let mut workers = start_workers(&store, &mut run, &failure, rx);
+    let drained = dispatch(dispatcher, tx, &run.cancel, shutdown).await;
+    // The dispatcher dropped the channel's sender: workers finish what they hold.
+    join_pool(&mut workers, &run.cancel, run.config.grace_period).await;
+    let (finished, at_end) = end(&*store, drained, run.warc.take(), &failure).await?;
+    Ok(Summary {
+        outcome: if finished {
+            Outcome::Finished
+        } else {
+            Outcome::Interrupted
+        },
+        resumed: run.resumed,
+        run: run.progress.stats.snapshot(run.progress.started.elapsed()),
+        known_urls: at_end.known_urls,
+        queued: at_end.queued,
+        visited: at_end.visited,
+    })
+}
+
+/// Serve the metrics endpoint when asked for; it stops when the returned sender drops.
+async fn serve_metrics(
+    config: &CrawlConfig,
+    progress: &Progress,
+) -> Result<tokio::sync::oneshot::Sender<()>, Error> {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     if !config.metrics_addr.is_empty() {
         let addr = crate::metrics::serve(&config.metrics_addr, progress.clone(), async {
-            let _ = metrics_stopped.await;
+            let _ = stopped.await;
         })
         .await?;
         tracing::info!(%addr, "serving metrics");
     }
-    progress.watch(&store);
-    store.admit_seeds(&seeds).await?;
+    Ok(stop)
+}
 
-    let failure = Arc::new(Failure::default());
-    let (tx, rx) = async_channel::bounded(config.concurrency);
-    let fetcher = reader.fetcher.clone();
+/// The worker pool, reading `rx`; it takes the run's reader, hook and event sink.
+fn start_workers<S: Store>(
+    store: &Arc<S>,
+    run: &mut Run,
+    failure: &Arc<Failure>,
+    rx: async_channel::Receiver<crate::store::Job<S>>,
+) -> tokio::task::JoinSet<()>
+where
+    Error: From<S::Error>,
+{
+    let (hook, events) = (run.hook.take(), run.events.take());
+    let reader = Reader {
+        events: hook.is_some() || events.is_some(),
+        bodies: events.as_ref().is_some_and(|e| e.bodies),
+        ..run.reader.clone()
+    };
     let worker = Arc::new(Worker {
-        reader: Reader {
-            events: hook.is_some() || events.is_some(),
-            bodies: events.as_ref().is_some_and(|e| e.bodies),
-            ..reader
-        },
+        reader,
         store: store.clone(),
-        rules,
-        stats: progress.stats.clone(),
-        cancel: cancel.clone(),
+        rules: run.rules.clone(),
+        stats: run.progress.stats.clone(),
+        cancel: run.cancel.clone(),
         hook,
         events,
         failure: failure.clone(),
     });
     let mut workers = tokio::task::JoinSet::new();
-    for _ in 0..config.concurrency {
+    for _ in 0..run.config.concurrency {
         workers.spawn(worker.clone().run(rx.clone()));
     }
-    drop((rx, worker));
+    workers
+}
+
+/// The dispatcher, with the host preparation it starts.
+fn dispatcher<S: Store>(store: &Arc<S>, run: &Run) -> Dispatcher<S> {
+    let config = &run.config;
     let hosts = Arc::new(HostRules::new(
         (!config.ignore_robots).then(|| product_token(&config.user_agent).to_ascii_lowercase()),
         config.sitemaps,
     ));
-    let dispatcher = Dispatcher {
+    Dispatcher {
         store: store.clone(),
         hosts: hosts.clone(),
         preparer: Arc::new(Preparer {
             store: store.clone(),
-            fetcher,
+            fetcher: run.reader.fetcher.clone(),
             hosts,
             sitemaps: config.sitemaps,
             max_crawl_delay: config.max_crawl_delay,
         }),
-        cancel: cancel.clone(),
-    };
-    let drained = dispatch(dispatcher, tx, &cancel, shutdown).await;
-    // The dispatcher dropped the channel's sender: workers finish what they hold.
-    join_pool(&mut workers, &cancel, config.grace_period).await;
-    end(&*store, drained, warc, &failure)
-        .await
-        .map(|finished| Summary {
-            outcome: if finished.0 {
-                Outcome::Finished
-            } else {
-                Outcome::Interrupted
-            },
-            resumed,
-            run: progress.stats.snapshot(progress.started.elapsed()),
-            known_urls: finished.1.known_urls,
-            queued: finished.1.queued,
-            visited: finished.1.visited,
-        })
+        cancel: run.cancel.clone(),
+    }
 }
 
 /// Run the dispatcher until it ends or `shutdown` completes (then it sees the stop at its

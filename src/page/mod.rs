@@ -24,6 +24,7 @@ use crate::retry::{self, RetryPolicy};
 const READ_OTHER_UP_TO: u64 = 1 << 20;
 
 /// Reads pages; shared by every worker.
+#[derive(Clone)]
 pub struct Reader {
     /// HTTP client.
     pub fetcher: Fetcher,
