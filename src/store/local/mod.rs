@@ -9,6 +9,7 @@
 //! file and reads back what a resumed crawl needs; `gate` admits candidates through the
 //! visited set (`visited`); `drain` counts what is admitted and not yet finished.
 
+pub mod columns;
 pub mod drain;
 pub mod error;
 pub mod frontier;

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{params, Statement, Transaction};
 use tokio::sync::{mpsc, oneshot};
 
+use super::columns;
 use super::error::StoreError;
 use super::pending::{HostId, NewUrl, PageRecord, Pending, PendingRows, Refilled, UrlId};
 use super::sqlite::{classify, SqliteStore};
@@ -309,28 +310,12 @@ fn write_page(tx: &Transaction<'_>, page: &PageRecord) -> rusqlite::Result<()> {
     } else {
         UrlState::Done
     };
-    let mut st = tx.prepare_cached(
-        "UPDATE urls SET state = ?2, status = ?3, content_type = ?4, size = ?5, truncated = ?6,
-                title = ?7, fetched_at = ?8, fetch_ms = ?9, error_kind = ?10, error = ?11,
-                depth = min(depth, ?12), attempts = ?13, noindex = ?14
-         WHERE id = ?1",
-    )?;
-    let changed = st.execute(params![
-        page.id as i64,
-        state as i64,
-        rec.status,
-        rec.content_type,
-        rec.size.map(|s| s as i64),
-        rec.truncated,
-        rec.title,
-        rec.fetched_at,
-        rec.fetch_ms as i64,
-        rec.error_kind,
-        rec.error,
-        rec.depth,
-        rec.attempts,
-        rec.noindex,
-    ])?;
+    let mut st = tx.prepare_cached(&columns::UPDATE_PAGE)?;
+    st.raw_bind_parameter(1, page.id as i64)?;
+    st.raw_bind_parameter(2, state as i64)?;
+    st.raw_bind_parameter(3, rec.depth)?;
+    columns::bind(&mut st, 4, Some(rec))?;
+    let changed = st.raw_execute()?;
     debug_assert_eq!(changed, 1, "page {} has no row", page.id);
     // `src` is the page for every row: bound once per statement as ?1.
     insert_rows(

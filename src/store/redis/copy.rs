@@ -20,6 +20,7 @@ use super::queue::{Admission, StoredEdges};
 use super::{parse_target, DistError};
 use crate::admit::SkipReason;
 use crate::result::PageResult;
+use crate::store::local::columns;
 use crate::store::{OpenMode, SqliteStore, StoreError, UrlState};
 use crate::url_norm::{host_key, key_hash};
 
@@ -240,6 +241,19 @@ impl<E: Fn(rusqlite::Error) -> DistError + Copy> Copier<'_, E> {
     }
 }
 
+/// A URL's row as a copy writes it: the row's own columns, then its result's.
+static INSERT_URL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let marks: Vec<String> = (1..=8 + columns::COLUMNS.len())
+        .map(|i| format!("?{i}"))
+        .collect();
+    format!(
+        "INSERT OR IGNORE INTO urls (id, key, url, host_id, depth, state, skip_reason, referrer, {})
+         VALUES ({})",
+        columns::names(),
+        marks.join(", ")
+    )
+});
+
 fn parse<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T, DistError> {
     serde_json::from_str(text).map_err(|e| DistError::Corrupt {
         what: format!("the record of {what}"),
@@ -346,36 +360,20 @@ impl Rows<'_> {
             (None, None) => (UrlState::Queued, None),
         };
         let fetched = page;
-        let changed = self
-            .conn
-            .prepare_cached(
-                "INSERT OR IGNORE INTO urls (id, key, url, host_id, depth, state, skip_reason, referrer,
-                    status, content_type, size, truncated, title, fetched_at, fetch_ms, error_kind,
-                    error, attempts, noindex)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                    ?17, ?18, ?19)",
-            )?
-            .execute(params![
-                id,
-                key,
-                admission.url,
-                host_id,
-                fetched.map_or(admission.depth, |p| p.depth.min(admission.depth)),
-                state as i64,
-                skip_reason,
-                referrer,
-                fetched.and_then(|p| p.status),
-                fetched.and_then(|p| p.content_type.as_deref()),
-                fetched.and_then(|p| p.size.map(|s| s as i64)),
-                fetched.map(|p| p.truncated),
-                fetched.and_then(|p| p.title.as_deref()),
-                page.map(|p| p.fetched_at),
-                fetched.map(|p| p.fetch_ms as i64),
-                fetched.and_then(|p| p.error_kind.map(|k| k.as_str())),
-                fetched.and_then(|p| p.error.as_deref()),
-                fetched.map(|p| p.attempts),
-                fetched.map(|p| p.noindex),
-            ])?;
+        let mut st = self.conn.prepare_cached(&INSERT_URL)?;
+        st.raw_bind_parameter(1, id)?;
+        st.raw_bind_parameter(2, key)?;
+        st.raw_bind_parameter(3, &admission.url)?;
+        st.raw_bind_parameter(4, host_id)?;
+        st.raw_bind_parameter(
+            5,
+            fetched.map_or(admission.depth, |p| p.depth.min(admission.depth)),
+        )?;
+        st.raw_bind_parameter(6, state as i64)?;
+        st.raw_bind_parameter(7, skip_reason)?;
+        st.raw_bind_parameter(8, referrer)?;
+        columns::bind(&mut st, 9, fetched)?;
+        let changed = st.raw_execute()?;
         if changed == 1 {
             self.copied.urls += 1;
             if fetched.is_some() {

@@ -1,0 +1,106 @@
+//! The columns of `urls` a page's result fills, written once: the single writer's
+//! `UPDATE` of a fetched page and the copy of a Redis crawl's `INSERT` both bind a
+//! [`PageResult`] through here, so a new field of the result is one line here (and its
+//! migration).
+
+use std::sync::LazyLock;
+
+use rusqlite::Statement;
+
+use crate::result::PageResult;
+
+/// The result's columns, in the order [`bind`] binds them.
+pub const COLUMNS: [&str; 11] = [
+    "status",
+    "content_type",
+    "size",
+    "truncated",
+    "title",
+    "fetched_at",
+    "fetch_ms",
+    "error_kind",
+    "error",
+    "attempts",
+    "noindex",
+];
+
+/// Bind `result`'s values (all NULL for a URL never fetched) from parameter `first` on.
+pub fn bind(
+    st: &mut Statement<'_>,
+    first: usize,
+    result: Option<&PageResult>,
+) -> rusqlite::Result<()> {
+    let r = result;
+    let i = first;
+    st.raw_bind_parameter(i, r.and_then(|r| r.status))?;
+    st.raw_bind_parameter(i + 1, r.and_then(|r| r.content_type.as_deref()))?;
+    st.raw_bind_parameter(i + 2, r.and_then(|r| r.size.map(|s| s as i64)))?;
+    st.raw_bind_parameter(i + 3, r.map(|r| r.truncated))?;
+    st.raw_bind_parameter(i + 4, r.and_then(|r| r.title.as_deref()))?;
+    st.raw_bind_parameter(i + 5, r.map(|r| r.fetched_at))?;
+    st.raw_bind_parameter(i + 6, r.map(|r| r.fetch_ms as i64))?;
+    st.raw_bind_parameter(i + 7, r.and_then(|r| r.error_kind.map(|k| k.as_str())))?;
+    st.raw_bind_parameter(i + 8, r.and_then(|r| r.error.as_deref()))?;
+    st.raw_bind_parameter(i + 9, r.map(|r| r.attempts))?;
+    st.raw_bind_parameter(i + 10, r.map(|r| r.noindex))
+}
+
+/// `c1 = ?N, c2 = ?N+1, ...` for an `UPDATE`, parameters from `first` on.
+pub fn assignments(first: usize) -> String {
+    COLUMNS
+        .iter()
+        .enumerate()
+        .map(|(k, c)| format!("{c} = ?{}", first + k))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `c1, c2, ...` for an `INSERT`.
+pub fn names() -> String {
+    COLUMNS.join(", ")
+}
+
+/// The writer's statement for a fetched page: ?1 its id, ?2 its state, ?3 its depth (kept
+/// when it was found along a shorter path since), then the result's columns.
+pub static UPDATE_PAGE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE urls SET state = ?2, depth = min(depth, ?3), {} WHERE id = ?1",
+        assignments(4)
+    )
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_column_is_bound() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        let cols: Vec<String> = COLUMNS.iter().map(|c| format!("{c} ANY")).collect();
+        conn.execute_batch(&format!("CREATE TABLE t ({})", cols.join(", ")))
+            .unwrap();
+        let marks: Vec<String> = (1..=COLUMNS.len()).map(|i| format!("?{i}")).collect();
+        let mut st = conn
+            .prepare(&format!(
+                "INSERT INTO t ({}) VALUES ({})",
+                names(),
+                marks.join(", ")
+            ))
+            .unwrap();
+        let r = PageResult {
+            attempts: 2,
+            status: Some(200),
+            title: Some("t".into()),
+            ..PageResult::default()
+        };
+        bind(&mut st, 1, Some(&r)).unwrap();
+        assert_eq!(st.raw_execute().unwrap(), 1);
+        let (status, title, attempts): (u16, String, u32) = conn
+            .query_row("SELECT status, title, attempts FROM t", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .unwrap();
+        assert_eq!((status, title.as_str(), attempts), (200, "t", 2));
+        assert!(UPDATE_PAGE.contains("noindex = ?14"));
+    }
+}
