@@ -6,6 +6,8 @@
 
 use std::str::FromStr;
 
+use crate::store::local::columns;
+
 /// A class of outcome a page can be kept for with `--status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum StatusClass {
@@ -97,10 +99,9 @@ impl Filter {
     /// Pages, in id order; columns as [`super::rows::page_row`] reads them.
     pub(super) fn pages_sql(&self) -> String {
         format!(
-            "SELECT u.id, coalesce(u.url, u.key), u.state, u.status, u.content_type, u.size,
-                coalesce(u.truncated, 0), u.depth, u.title, u.fetched_at, u.fetch_ms,
-                u.error_kind, u.error, u.skip_reason, u.attempts, u.noindex
+            "SELECT u.id, coalesce(u.url, u.key), u.state, u.depth, u.skip_reason, {}
              FROM urls u WHERE {} ORDER BY u.id",
+            columns::names_of("u."),
             self.page_condition("u")
         )
     }

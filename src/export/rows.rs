@@ -4,7 +4,8 @@ use rusqlite::Row;
 use serde::Serialize;
 
 use crate::link::LinkKind;
-use crate::result::{ErrorKind, PageResult};
+use crate::result::PageResult;
+use crate::store::local::columns;
 use crate::store::{SqliteStore, StoreError, UrlState};
 
 /// One URL as exported: its row (state, depth, skip reason) and, once fetched, what
@@ -86,42 +87,20 @@ pub struct EdgeRow {
 /// Reads the columns of [`super::filter::Filter::pages_sql`].
 pub(super) fn page_row(r: &Row<'_>) -> rusqlite::Result<PageRow> {
     let state = UrlState::from_code(r.get(2)?);
-    let fetched_at: Option<i64> = r.get(9)?;
+    let depth = r.get(3)?;
     // A fetched URL (or a sitemap document read) has its result; one never fetched has none.
-    let result = match (state, fetched_at) {
-        (Some(UrlState::Done | UrlState::Failed), Some(fetched_at)) => Some(PageResult {
-            depth: r.get(7)?,
-            attempts: r.get::<_, Option<u32>>(14)?.unwrap_or(1),
-            failed: state == Some(UrlState::Failed),
-            status: r.get(3)?,
-            content_type: r.get(4)?,
-            size: r.get::<_, Option<i64>>(5)?.map(|n| n as u64),
-            truncated: r.get::<_, i64>(6)? != 0,
-            title: r.get(8)?,
-            noindex: r.get::<_, Option<bool>>(15)?.unwrap_or(false),
-            fetched_at,
-            fetch_ms: r.get::<_, Option<i64>>(10)?.unwrap_or(0) as u64,
-            error_kind: r
-                .get::<_, Option<String>>(11)?
-                .map(|k| k.parse::<ErrorKind>())
-                .transpose()
-                .map_err(|e| {
-                    rusqlite::Error::FromSqlConversionFailure(
-                        11,
-                        rusqlite::types::Type::Text,
-                        e.into(),
-                    )
-                })?,
-            error: r.get(12)?,
-        }),
+    let result = match state {
+        Some(UrlState::Done | UrlState::Failed) => {
+            columns::read(r, 5, depth, state == Some(UrlState::Failed))?
+        }
         _ => None,
     };
     Ok(PageRow {
         id: r.get(0)?,
         url: r.get(1)?,
         state: state.map_or("unknown", UrlState::as_str),
-        depth: r.get(7)?,
-        skip_reason: r.get(13)?,
+        depth,
+        skip_reason: r.get(4)?,
         result,
     })
 }

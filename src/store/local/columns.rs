@@ -5,9 +5,11 @@
 
 use std::sync::LazyLock;
 
-use rusqlite::Statement;
+use rusqlite::types::Type;
+use rusqlite::Error::FromSqlConversionFailure;
+use rusqlite::{Row, Statement};
 
-use crate::result::PageResult;
+use crate::result::{ErrorKind, PageResult};
 
 /// The result's columns, in the order [`bind`] binds them.
 pub const COLUMNS: [&str; 11] = [
@@ -45,6 +47,40 @@ pub fn bind(
     st.raw_bind_parameter(i + 10, r.map(|r| r.noindex))
 }
 
+/// The result read back from `row`'s columns from `first` on (selected as [`names`]
+/// gives them), for a URL at `depth` that `failed` or not; `None` for one never fetched.
+pub fn read(
+    row: &Row<'_>,
+    first: usize,
+    depth: u32,
+    failed: bool,
+) -> rusqlite::Result<Option<PageResult>> {
+    let i = first;
+    let Some(fetched_at) = row.get::<_, Option<i64>>(i + 5)? else {
+        return Ok(None);
+    };
+    let error_kind = row
+        .get::<_, Option<String>>(i + 7)?
+        .map(|k| k.parse::<ErrorKind>())
+        .transpose()
+        .map_err(|e| FromSqlConversionFailure(i + 7, Type::Text, e.into()))?;
+    Ok(Some(PageResult {
+        depth,
+        failed,
+        status: row.get(i)?,
+        content_type: row.get(i + 1)?,
+        size: row.get::<_, Option<i64>>(i + 2)?.map(|n| n as u64),
+        truncated: row.get::<_, Option<bool>>(i + 3)?.unwrap_or(false),
+        title: row.get(i + 4)?,
+        fetched_at,
+        fetch_ms: row.get::<_, Option<i64>>(i + 6)?.unwrap_or(0) as u64,
+        error_kind,
+        error: row.get(i + 8)?,
+        attempts: row.get::<_, Option<u32>>(i + 9)?.unwrap_or(1),
+        noindex: row.get::<_, Option<bool>>(i + 10)?.unwrap_or(false),
+    }))
+}
+
 /// `c1 = ?N, c2 = ?N+1, ...` for an `UPDATE`, parameters from `first` on.
 pub fn assignments(first: usize) -> String {
     COLUMNS
@@ -55,9 +91,18 @@ pub fn assignments(first: usize) -> String {
         .join(", ")
 }
 
+/// `c1, c2, ...` for an `INSERT` or a `SELECT` (each prefixed `table.` when given).
+pub fn names_of(table: &str) -> String {
+    COLUMNS
+        .iter()
+        .map(|c| format!("{table}{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// `c1, c2, ...` for an `INSERT`.
 pub fn names() -> String {
-    COLUMNS.join(", ")
+    names_of("")
 }
 
 /// The writer's statement for a fetched page: ?1 its id, ?2 its state, ?3 its depth (kept
@@ -74,7 +119,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_column_is_bound() {
+    fn every_column_is_bound_and_read_back() {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
         let cols: Vec<String> = COLUMNS.iter().map(|c| format!("{c} ANY")).collect();
         conn.execute_batch(&format!("CREATE TABLE t ({})", cols.join(", ")))
@@ -101,6 +146,12 @@ mod tests {
             })
             .unwrap();
         assert_eq!((status, title.as_str(), attempts), (200, "t", 2));
+        let back = conn
+            .query_row(&format!("SELECT {} FROM t", names()), [], |row| {
+                read(row, 0, 0, false)
+            })
+            .unwrap();
+        assert_eq!(back.as_ref(), Some(&r), "every field round-trips");
         assert!(UPDATE_PAGE.contains("noindex = ?14"));
     }
 }
