@@ -37,6 +37,9 @@ pub struct PageResult {
     /// The page asked not to be indexed (meta robots or `X-Robots-Tag`).
     #[serde(default)]
     pub noindex: bool,
+    /// The response's `Last-Modified` header, as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
     /// When the request started, Unix ms.
     pub fetched_at: i64,
     /// Request start to body end, in milliseconds.

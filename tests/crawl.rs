@@ -128,7 +128,42 @@ async fn a_panicking_page_hook_does_not_hang_the_crawl(store: Backend) {
     assert_eq!(calls.load(Ordering::Relaxed), got.fetched.len());
 }
 
+async fn the_last_modified_header_is_stored(store: Backend) {
+    use axum::response::{Html, IntoResponse};
+    let app = axum::Router::new()
+        .route(
+            "/",
+            axum::routing::get(|| async {
+                (
+                    [("last-modified", "Wed, 21 Oct 2015 07:28:00 GMT")],
+                    Html("<a href=/plain>p</a>"),
+                )
+                    .into_response()
+            }),
+        )
+        .route("/plain", axum::routing::get(|| async { Html("plain") }));
+    let server = support::adhoc::Adhoc::start(app).await;
+    store
+        .crawl(
+            store
+                .builder("lm")
+                .seed(format!("{}/", server.base))
+                .ignore_robots(true)
+                .sitemaps(false),
+        )
+        .await;
+    let db = store.db("lm").await;
+    let got: std::collections::BTreeMap<String, Option<String>> =
+        support::db::pairs(&db, "SELECT key, last_modified FROM urls");
+    assert_eq!(
+        got[&format!("{}/", server.base)].as_deref(),
+        Some("Wed, 21 Oct 2015 07:28:00 GMT")
+    );
+    assert_eq!(got[&format!("{}/plain", server.base)], None);
+}
+
 both_stores!(
+    the_last_modified_header_is_stored,
     crawl_stores_exactly_the_reachable_site,
     one_worker_crawls_breadth_first,
     a_crawl_whose_pages_all_fail_still_ends,

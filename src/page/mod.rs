@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use reqwest::header::{DATE, RETRY_AFTER};
+use reqwest::header::{DATE, LAST_MODIFIED, RETRY_AFTER};
 use url::Url;
 
 use crate::charset::{self, charset_of};
@@ -172,6 +172,11 @@ impl Reader {
         let Found { rec, extras, .. } = found;
         rec.status = Some(resp.status().as_u16());
         rec.content_type = resp.content_type().map(str::to_owned);
+        rec.last_modified = resp
+            .headers()
+            .get(LAST_MODIFIED)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         if resp.status().is_redirection() {
             if let Some(location) = resp.location() {
                 match url.join(location.trim()) {

@@ -12,7 +12,7 @@ use rusqlite::{Row, Statement};
 use crate::result::{ErrorKind, PageResult};
 
 /// The result's columns, in the order [`bind`] binds them.
-pub const COLUMNS: [&str; 11] = [
+pub const COLUMNS: [&str; 12] = [
     "status",
     "content_type",
     "size",
@@ -24,6 +24,7 @@ pub const COLUMNS: [&str; 11] = [
     "error",
     "attempts",
     "noindex",
+    "last_modified",
 ];
 
 /// Bind `result`'s values (all NULL for a URL never fetched) from parameter `first` on.
@@ -44,7 +45,8 @@ pub fn bind(
     st.raw_bind_parameter(i + 7, r.and_then(|r| r.error_kind.map(|k| k.as_str())))?;
     st.raw_bind_parameter(i + 8, r.and_then(|r| r.error.as_deref()))?;
     st.raw_bind_parameter(i + 9, r.map(|r| r.attempts))?;
-    st.raw_bind_parameter(i + 10, r.map(|r| r.noindex))
+    st.raw_bind_parameter(i + 10, r.map(|r| r.noindex))?;
+    st.raw_bind_parameter(i + 11, r.and_then(|r| r.last_modified.as_deref()))
 }
 
 /// The result read back from `row`'s columns from `first` on (selected as [`names`]
@@ -78,6 +80,7 @@ pub fn read(
         error: row.get(i + 8)?,
         attempts: row.get::<_, Option<u32>>(i + 9)?.unwrap_or(1),
         noindex: row.get::<_, Option<bool>>(i + 10)?.unwrap_or(false),
+        last_modified: row.get(i + 11)?,
     }))
 }
 

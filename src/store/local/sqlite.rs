@@ -26,6 +26,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0001_init.sql"),
     include_str!("../../../migrations/0002_politeness.sql"),
     include_str!("../../../migrations/0003_anchor.sql"),
+    include_str!("../../../migrations/0004_last_modified.sql"),
 ];
 
 /// How a store is opened.
