@@ -2,9 +2,9 @@
 //!
 //! Workers never send into that channel (what they find goes to the store, which never
 //! blocks on it), so however many links a page has, a full channel cannot deadlock the
-//! crawl. The dispatcher takes URLs of ready hosts from the store, holds those whose host
-//! is being prepared (robots.txt, sitemaps) and gives them back when it is (so they are
-//! taken again with the host's spacing counted from the sitemap reads), records those
+//! crawl. The dispatcher takes URLs of ready hosts from the store, holds those whose host's
+//! robots.txt is being read and gives them back once its rules are known (so they are taken
+//! again with the host's spacing counted from the requests made meanwhile), records those
 //! robots.txt forbids, and sends the rest. When nothing can be taken it waits on the store (a change, a time
 //! coming due) or a preparation ending, and looks again: so a missed wake-up costs at most
 //! one wait, never the crawl.
@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -37,10 +38,13 @@ pub struct Dispatcher<S: Store> {
     pub cancel: CancellationToken,
 }
 
-/// URLs held while their host is prepared, and the preparations under way.
+/// URLs held until their host's rules are known, and the preparations under way.
 struct Held<S: Store> {
     jobs: HashMap<S::Host, Vec<Job<S>>>,
-    preparing: JoinSet<(S::Host, Result<(), Error>)>,
+    preparing: JoinSet<Result<(), Error>>,
+    /// Hosts whose rules became known (their sitemaps may still be being read).
+    ready: mpsc::UnboundedReceiver<S::Host>,
+    ready_tx: mpsc::UnboundedSender<S::Host>,
 }
 
 impl<S: Store> Dispatcher<S>
@@ -50,16 +54,22 @@ where
     /// Feed `tx` until the crawl is drained (`Ok(true)`) or stopped (`Ok(false)`).
     /// Preparations under way end with it.
     pub async fn run(self, tx: async_channel::Sender<Job<S>>) -> Result<bool, Error> {
+        let (ready_tx, ready) = mpsc::unbounded_channel();
         let mut held = Held {
             jobs: HashMap::new(),
             preparing: JoinSet::new(),
+            ready,
+            ready_tx,
         };
         loop {
             if self.cancel.is_cancelled() {
                 return Ok(false);
             }
+            while let Ok(host) = held.ready.try_recv() {
+                self.give_back(&host, &mut held).await?;
+            }
             while let Some(done) = held.preparing.try_join_next() {
-                self.prepared(done, &mut held).await?;
+                prepared(done)?;
             }
             let room = tx.capacity().unwrap_or(usize::MAX) - tx.len();
             let taken = self.store.take(room.max(1)).await?;
@@ -77,8 +87,9 @@ where
             }
             tokio::select! {
                 _ = self.store.wait(taken.next) => {}
+                Some(host) = held.ready.recv() => self.give_back(&host, &mut held).await?,
                 Some(done) = held.preparing.join_next(), if !held.preparing.is_empty() => {
-                    self.prepared(done, &mut held).await?;
+                    prepared(done)?;
                 }
                 _ = self.cancel.cancelled() => return Ok(false),
             }
@@ -111,28 +122,25 @@ where
             Verdict::Prepare { first } => {
                 let preparer = self.preparer.clone();
                 let (host, url) = (job.host.clone(), job.url.clone());
-                held.preparing.spawn(async move {
-                    let r = preparer.prepare(host.clone(), url, first).await;
-                    (host, r)
-                });
+                let ready = held.ready_tx.clone();
+                held.preparing
+                    .spawn(async move { preparer.prepare(host, url, first, &ready).await });
                 held.jobs.entry(job.host.clone()).or_default().push(job);
                 Ok(true)
             }
         }
     }
 
-    /// A preparation ended: give the URLs held for its host back to the store.
-    async fn prepared(
-        &self,
-        done: Result<(S::Host, Result<(), Error>), tokio::task::JoinError>,
-        held: &mut Held<S>,
-    ) -> Result<(), Error> {
-        let (host, result) =
-            done.map_err(|e| Error::Internal(format!("host preparation failed: {e}")))?;
-        result?;
-        for job in held.jobs.remove(&host).unwrap_or_default() {
+    /// `host`'s rules are known: give the URLs held for it back to the store.
+    async fn give_back(&self, host: &S::Host, held: &mut Held<S>) -> Result<(), Error> {
+        for job in held.jobs.remove(host).unwrap_or_default() {
             self.store.release(job).await?;
         }
         Ok(())
     }
+}
+
+/// A preparation ended (its host's URLs were given back when its rules were known).
+fn prepared(done: Result<Result<(), Error>, tokio::task::JoinError>) -> Result<(), Error> {
+    done.map_err(|e| Error::Internal(format!("host preparation failed: {e}")))?
 }

@@ -3,9 +3,9 @@
 //!
 //! Each process reads a host's robots.txt itself (a Redis crawl's processes each keep
 //! their own copy, as each obeys it), so this lives above the store. The dispatcher asks
-//! [`HostRules::check`] for every URL it takes; URLs of a host being prepared wait in the
-//! dispatcher, holding their host slots, so nothing of the host is fetched before its
-//! rules are known.
+//! [`HostRules::check`] for every URL it takes; URLs of a host whose robots.txt is being
+//! read wait in the dispatcher, so nothing of the host is fetched before its rules are
+//! known.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -86,13 +86,10 @@ impl<H: Hash + Eq + Clone> HostRules<H> {
         }
     }
 
-    /// `host` is prepared: obey `robots` for the next day.
-    pub fn ready(&self, host: H, robots: Robots) {
+    /// `host`'s rules are known: obey `robots` for the next day.
+    pub fn ready(&self, host: H, robots: Arc<Robots>) {
         let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
-        hosts.insert(
-            host,
-            State::Ready(Arc::new(robots), Instant::now() + ROBOTS_TTL),
-        );
+        hosts.insert(host, State::Ready(robots, Instant::now() + ROBOTS_TTL));
     }
 }
 
@@ -110,7 +107,10 @@ mod tests {
             Verdict::Prepare { first: true }
         );
         assert_eq!(rules.check(&1, &url("/b"), now), Verdict::Wait);
-        rules.ready(1, Robots::parse(b"User-agent: *\nDisallow: /private\n"));
+        rules.ready(
+            1,
+            Arc::new(Robots::parse(b"User-agent: *\nDisallow: /private\n")),
+        );
         assert_eq!(rules.check(&1, &url("/a"), now), Verdict::Fetch);
         assert_eq!(
             rules.check(&1, &url("/private/x"), now),

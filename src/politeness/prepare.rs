@@ -11,13 +11,18 @@
 //! sitemaps to read: none already read in an earlier run, and in a Redis crawl only by the
 //! process that claims the host.
 //!
-//! The URLs of the host that the dispatcher took wait meanwhile, holding their host
-//! slots: so a sitemap read, a request like any other, stays within the per-host limit,
-//! and the crawl cannot end while a sitemap is being read.
+//! The URLs of the host that the dispatcher took wait until its rules are known, and then
+//! go back to the store (so they are taken again with the host's spacing counted from the
+//! requests made meanwhile); pages are fetched while the sitemaps are read. A sitemap
+//! read is a request like any other: it takes a host slot (`Store::occupy`, counted
+//! against the per-host limit in every process) and keeps the host's spacing. The crawl
+//! cannot end while a host is being prepared: the dispatcher waits for every preparation
+//! before it asks whether the crawl is drained.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::mpsc;
 use url::Url;
 
 use super::fetch_robots::{fetch_robots, robots_url, RobotsOutcome};
@@ -35,6 +40,8 @@ pub const ROBOTS_RETRY: Duration = Duration::from_secs(1);
 pub const ROBOTS_ATTEMPTS: u32 = 3;
 /// Sitemap documents read per host at most (an index may list many).
 const MAX_SITEMAPS_PER_HOST: usize = 100;
+/// How often a sitemap read waiting for a host slot looks again.
+const SLOT_POLL: Duration = Duration::from_millis(5);
 
 /// What preparing a host needs.
 pub struct Preparer<S: Store> {
@@ -55,8 +62,15 @@ where
     Error: From<S::Error>,
 {
     /// Prepare `host`, of which `url` is a URL: robots.txt, then (`first` time in this
-    /// run) its sitemaps. The host's rules are known when this returns, whatever happened.
-    pub async fn prepare(&self, host: S::Host, url: Url, first: bool) -> Result<(), Error> {
+    /// run) its sitemaps. Once the host's rules are known, whatever happened, the host is
+    /// sent on `ready`, before its sitemaps are read.
+    pub async fn prepare(
+        &self,
+        host: S::Host,
+        url: Url,
+        first: bool,
+        ready: &mpsc::UnboundedSender<S::Host>,
+    ) -> Result<(), Error> {
         let (robots, readable) = match self.hosts.agent() {
             Some(_) => self.read_robots(&url).await,
             None => (Robots::allow_all(), true),
@@ -66,13 +80,13 @@ where
                 self.store.set_interval(&host, d.min(self.max_crawl_delay));
             }
         }
-        let read = if self.sitemaps && first && readable {
-            self.read_sitemaps(&host, &url, &robots).await
-        } else {
-            Ok(())
-        };
-        self.hosts.ready(host, robots);
-        read
+        let robots = Arc::new(robots);
+        self.hosts.ready(host.clone(), robots.clone());
+        let _ = ready.send(host.clone());
+        if self.sitemaps && first && readable {
+            self.read_sitemaps(&host, &url, &robots).await?;
+        }
+        Ok(())
     }
 
     /// The rules of `url`'s host, and whether they could be read (else everything is
@@ -125,15 +139,28 @@ where
                 break;
             }
             read += 1;
-            // A sitemap read is a request to the host like a page fetch: it keeps the
-            // host's spacing.
-            tokio::time::sleep_until(self.store.book(host).await?.into()).await;
-            self.store.started(host).await?;
-            for child in self.read_sitemap(doc, parent).await? {
-                todo.push(child);
+            // A sitemap read is a request to the host like a page fetch: it waits for a
+            // free slot under the per-host limit, and keeps the host's spacing.
+            while !self.store.occupy(host).await? {
+                tokio::time::sleep(SLOT_POLL).await;
             }
+            let children = self.read_in_slot(host, doc, parent).await;
+            self.store.vacate(host).await?;
+            todo.extend(children?);
         }
         Ok(())
+    }
+
+    /// Read one sitemap document in a host slot already taken, at its booked time.
+    async fn read_in_slot(
+        &self,
+        host: &S::Host,
+        doc: Url,
+        parent: Option<Url>,
+    ) -> Result<Vec<(Url, Option<Url>)>, Error> {
+        tokio::time::sleep_until(self.store.book(host).await?.into()).await;
+        self.store.started(host).await?;
+        self.read_sitemap(doc, parent).await
     }
 
     /// Fetch, parse and record one sitemap document; the documents an index lists, with

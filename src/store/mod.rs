@@ -193,6 +193,14 @@ pub trait Store: Send + Sync + Sized + 'static {
     /// configured spacing still applies when longer.
     fn set_interval(&self, host: &Self::Host, interval: Duration);
 
+    /// Take one of `host`'s request slots for a request made outside the queues (a sitemap
+    /// read), so the per-host limit counts it, in every process; false when none is free
+    /// now. Give it back with [`Store::vacate`].
+    fn occupy(&self, host: &Self::Host) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
+    /// Give back the slot [`Store::occupy`] took.
+    fn vacate(&self, host: &Self::Host) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
     /// Book a request to `host` made outside the queues (a sitemap read), keeping its
     /// spacing: when it may start.
     fn book(&self, host: &Self::Host) -> impl Future<Output = Result<Instant, Self::Error>> + Send;

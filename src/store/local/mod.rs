@@ -344,6 +344,15 @@ impl Store for LocalStore {
         self.frontier.set_interval(*host, interval);
     }
 
+    async fn occupy(&self, host: &HostId) -> Result<bool, StoreError> {
+        Ok(self.frontier.try_occupy(*host))
+    }
+
+    async fn vacate(&self, host: &HostId) -> Result<(), StoreError> {
+        self.frontier.release(*host);
+        Ok(())
+    }
+
     async fn book(&self, host: &HostId) -> Result<Instant, StoreError> {
         Ok(self.frontier.book(*host))
     }

@@ -235,6 +235,11 @@ impl RedisStore {
         self.freed.notify_one();
     }
 
+    /// The key of this process's slot for requests outside the queues on `host`.
+    fn slot_key(&self, host: &str) -> String {
+        format!("~{}/{host}", self.process.id())
+    }
+
     fn interval_of(&self, host: &str) -> Duration {
         self.host_intervals
             .get(host)
@@ -496,6 +501,26 @@ impl Store for RedisStore {
 
     fn set_interval(&self, host: &String, interval: Duration) {
         self.host_intervals.insert(host.clone(), interval);
+    }
+
+    async fn occupy(&self, host: &String) -> Result<bool, DistError> {
+        let slot = self.slot_key(host);
+        let taken = self
+            .queue
+            .occupy(host, &slot, self.per_host, self.lease)
+            .await?;
+        if taken {
+            // Renewed with the URL leases while the read lasts.
+            self.held.insert(slot, host.clone());
+        }
+        Ok(taken)
+    }
+
+    async fn vacate(&self, host: &String) -> Result<(), DistError> {
+        let slot = self.slot_key(host);
+        self.queue.vacate(host, &slot).await?;
+        self.finished_one(host, &slot);
+        Ok(())
     }
 
     async fn book(&self, host: &String) -> Result<Instant, DistError> {

@@ -27,6 +27,11 @@ pub struct Process {
 }
 
 impl Process {
+    /// This process's id (`hostname-pid-random`).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
     /// Start renewing `held` and beating.
     pub fn start(
         redis: &Redis,

@@ -357,6 +357,38 @@ impl Queue {
         Ok(())
     }
 
+    /// Take a request slot of `host` under the key `slot` (see `scripts::OCCUPY`).
+    pub async fn occupy(
+        &self,
+        host: &str,
+        slot: &str,
+        per_host: usize,
+        lease: Duration,
+    ) -> Result<bool, DistError> {
+        let k = self.keys.host(host);
+        let args = [
+            slot.to_string(),
+            per_host.to_string(),
+            (lease.as_millis() as u64).to_string(),
+        ];
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let taken: i64 = self
+            .redis
+            .script(&scripts::OCCUPY, &[&k.leases], &args)
+            .await?;
+        Ok(taken == 1)
+    }
+
+    /// Give back the slot `slot` of `host`.
+    pub async fn vacate(&self, host: &str, slot: &str) -> Result<(), DistError> {
+        let k = self.keys.host(host);
+        let _: i64 = self
+            .redis
+            .cmd(redis::cmd("ZREM").arg(&k.leases).arg(slot))
+            .await?;
+        Ok(())
+    }
+
     /// Book a request to `host` outside the queues, keeping its spacing (`interval`):
     /// how long to wait before it may start.
     pub async fn book(&self, host: &str, interval: Duration) -> Result<Duration, DistError> {

@@ -92,7 +92,8 @@ pub static TAKE: LazyLock<Script> = LazyLock::new(|| {
 local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
 for _, k in ipairs(expired) do
   redis.call('ZREM', KEYS[2], k)
-  redis.call('LPUSH', KEYS[1], k)
+  -- A slot taken for a sitemap read ('~' keys) is no URL to fetch again.
+  if string.sub(k, 1, 1) ~= '~' then redis.call('LPUSH', KEYS[1], k) end
 end
 local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
 for _, k in ipairs(due) do
@@ -164,7 +165,8 @@ pub static RELEASE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         "local n = 0
 for i = 1, #ARGV do
-  if redis.call('ZREM', KEYS[1], ARGV[i]) == 1 and redis.call('HEXISTS', KEYS[3], ARGV[i]) == 0 then
+  if redis.call('ZREM', KEYS[1], ARGV[i]) == 1 and string.sub(ARGV[i], 1, 1) ~= '~'
+      and redis.call('HEXISTS', KEYS[3], ARGV[i]) == 0 then
     redis.call('LPUSH', KEYS[2], ARGV[i])
     n = n + 1
   end
@@ -236,5 +238,19 @@ local start = math.max(now, paused, next_at)
 local interval = tonumber(ARGV[1])
 if interval > 0 then redis.call('HSET', KEYS[1], 'next_at', start + interval) end
 return start - now"
+    ))
+});
+
+/// Take one of a host's request slots for a request outside the queues (a sitemap read):
+/// a lease on a key of its own (starting with `~`, which no URL key does), counted with the
+/// URL leases against the per-host limit and in the drain check, dropped when it expires.
+/// KEYS: leases. ARGV: the key, per-host limit, lease ms. Returns 1 when taken.
+pub static OCCUPY: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{NOW}
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 1 end
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
+return 1"
     ))
 });

@@ -280,6 +280,22 @@ impl Frontier {
     }
 
     /// Give back a host slot.
+    /// Take one of `host`'s request slots for a request made outside the queues (a
+    /// sitemap read), so the per-host limit counts it too; false when none is free. Give
+    /// it back with [`Frontier::release`].
+    pub fn try_occupy(&self, host: HostId) -> bool {
+        let per_host = self.per_host;
+        let mut st = self.lock();
+        let h = st.host(host);
+        if h.in_flight >= per_host {
+            return false;
+        }
+        h.in_flight += 1;
+        st.in_flight += 1;
+        true
+    }
+
+    /// Give back a host slot.
     pub fn release(&self, host: HostId) {
         let mut st = self.lock();
         let h = st.host(host);
