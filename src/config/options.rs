@@ -166,7 +166,8 @@ macro_rules! crawl_options {
                 cli: Flag::text("DURATION");
             /// Write every HTTP request and response to this WARC file (`.warc.gz`, one gzip
             /// member per record), appending when it exists; `None` (`""` in TOML) for none.
-            /// A relative path is resolved against the current directory of each run.
+            /// A relative path is resolved against the current directory of each run. In a
+            /// Redis crawl each process writes its own file (never the one the crawl stores).
             #[serde(with = "optional_path")]
             warc: Option<PathBuf> = None,
                 builder: PathBuf,
