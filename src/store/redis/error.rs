@@ -1,0 +1,77 @@
+//! One error type for every part of a Redis crawl (joining it, the store, `status`,
+//! `copy`), so the binary tells the user's mistakes from the rest with one downcast.
+
+/// What can go wrong with a Redis crawl. Each message says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum DistError {
+    /// The `--store` value is not a Redis URL.
+    #[error("--store {store:?} is not usable: {why}")]
+    BadStore {
+        /// As given.
+        store: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// The crawl id is unusable.
+    #[error("--crawl-id {id:?}: {why}")]
+    BadCrawlId {
+        /// As given.
+        id: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// A crawl id is needed with --store.
+    #[error("a Redis crawl needs a name: add --crawl-id NAME (every process of the crawl uses the same)")]
+    NoCrawlId,
+    /// No seeds and no crawl of that id yet.
+    #[error("Redis holds no crawl {id:?} yet; give at least one seed URL to start it")]
+    NoSeeds {
+        /// The crawl id.
+        id: String,
+    },
+    /// Redis refused a call for a reason waiting will not fix.
+    #[error("Redis error: {0}")]
+    Redis(#[source] redis::RedisError),
+    /// Redis stayed unreachable until the crawl was stopped.
+    #[error("Redis was unreachable ({0}); the crawl stopped with nothing lost: run the same command when Redis is back")]
+    Unreachable(String),
+    /// Data under the crawl's keys is not what trawl wrote.
+    #[error("Redis holds unreadable data for crawl ({what}: {detail}); was the key space written by another program? Use another --crawl-id")]
+    Corrupt {
+        /// Which value.
+        what: String,
+        /// The parse error.
+        detail: String,
+    },
+    /// The WARC records of a page could not be written, so its result was not stored.
+    #[error(transparent)]
+    Warc(#[from] crate::warc::WarcError),
+    /// A bug in trawl.
+    #[error("internal error: {0}; please report it")]
+    Internal(String),
+    /// Writing the SQLite copy failed.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    /// The copy's target exists.
+    #[error("{0} already exists; give a new file to copy the crawl into (or remove it)")]
+    TargetExists(String),
+}
+
+impl DistError {
+    /// Whether the user's input is at fault (the CLI exits 2).
+    pub fn is_usage(&self) -> bool {
+        match self {
+            DistError::BadStore { .. }
+            | DistError::BadCrawlId { .. }
+            | DistError::NoCrawlId
+            | DistError::NoSeeds { .. }
+            | DistError::TargetExists(_) => true,
+            DistError::Store(e) => e.is_usage(),
+            DistError::Redis(_)
+            | DistError::Unreachable(_)
+            | DistError::Corrupt { .. }
+            | DistError::Warc(_)
+            | DistError::Internal(_) => false,
+        }
+    }
+}

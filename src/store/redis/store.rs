@@ -1,0 +1,506 @@
+//! One process's part of a Redis crawl: the dispatcher's round over the hosts, the
+//! leases it holds, and the `Store` seam the engine drives, over the Lua scripts of
+//! `queue`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use dashmap::DashMap;
+use url::Url;
+
+use super::process::Process;
+use super::queue::{Admission, Admit, Admitted, Budget, Lease, Queue, StoredEdge, StoredEdges};
+use super::{status, CrawlKeys, DistError, Redis};
+use crate::admit::{Candidate, Outlinks, Rules, SkipReason};
+use crate::config::CrawlConfig;
+use crate::result::{ErrorKind, PageResult};
+use crate::stats::Stats;
+use crate::store::{Finished, FrontierCounts, Job, SitemapDoc, Store, Taken};
+use crate::url_norm::host_key;
+use crate::warc::CommitBarrier;
+
+/// How long `wait` sleeps when nothing could be taken, at most (it starts at `IDLE_MIN`
+/// and doubles while nothing comes).
+const IDLE_MAX: Duration = Duration::from_millis(200);
+const IDLE_MIN: Duration = Duration::from_millis(5);
+/// How often the host list is read again.
+const HOSTS_EVERY: Duration = Duration::from_millis(500);
+
+/// One process's part of a Redis crawl. See the module doc of [`crate::store::redis`].
+pub struct RedisStore {
+    redis: Redis,
+    keys: CrawlKeys,
+    queue: Arc<Queue>,
+    rules: Arc<Rules>,
+    /// Leases this process holds: key -> host. Renewed until the page is completed; given
+    /// back when the process stops.
+    held: Arc<DashMap<String, String>>,
+    per_host: usize,
+    /// The configured spacing between requests to one host.
+    interval: Duration,
+    /// Hosts with a spacing of their own (robots.txt Crawl-delay, as this process read it).
+    host_intervals: DashMap<String, Duration>,
+    lease: Duration,
+    /// The WARC records of a page are written before its result is stored.
+    barrier: Option<Arc<CommitBarrier>>,
+    dispatch: tokio::sync::Mutex<Dispatch>,
+    /// Hosts not to ask before then: paused, inside their spacing, or empty or at their
+    /// limit when last asked (until this process frees one of their slots).
+    not_before: DashMap<String, Instant>,
+    /// How long `wait` sleeps next.
+    idle: Mutex<Duration>,
+    /// This process finished a URL: a slot of its host is free.
+    freed: tokio::sync::Notify,
+    process: Process,
+}
+
+/// The dispatcher's view of the hosts: which to ask, and where the last round stopped.
+struct Dispatch {
+    hosts: Vec<String>,
+    hosts_read: Option<Instant>,
+    start: usize,
+}
+
+/// A Redis job's handle: its lease.
+pub type RedisTicket = Lease;
+
+impl RedisStore {
+    /// This process's part of the crawl `keys` on `redis`, judging links by `rules`, with
+    /// its heartbeat and lease renewal running until [`Store::finish`].
+    pub fn start(
+        redis: Redis,
+        keys: CrawlKeys,
+        config: &CrawlConfig,
+        rules: Arc<Rules>,
+        barrier: Option<CommitBarrier>,
+        stats: Arc<Stats>,
+    ) -> RedisStore {
+        let queue = Arc::new(Queue::new(
+            redis.clone(),
+            keys.clone(),
+            Budget {
+                max_pages: config.max_pages,
+                max_pages_per_host: config.max_pages_per_host,
+                max_depth: config.max_depth,
+            },
+        ));
+        let held = Arc::new(DashMap::new());
+        let process = Process::start(&redis, &keys, &queue, &held, config.lease, stats);
+        RedisStore {
+            redis,
+            keys,
+            queue,
+            rules,
+            held,
+            per_host: config.per_host,
+            interval: config.host_interval(),
+            host_intervals: DashMap::new(),
+            lease: config.lease,
+            barrier: barrier.map(Arc::new),
+            dispatch: tokio::sync::Mutex::new(Dispatch {
+                hosts: Vec::new(),
+                hosts_read: None,
+                start: 0,
+            }),
+            not_before: DashMap::new(),
+            idle: Mutex::new(IDLE_MIN),
+            freed: tokio::sync::Notify::new(),
+            process,
+        }
+    }
+
+    /// This process is done with a URL of `host` (stored, retried, skipped, given back):
+    /// the host may have room again, so the dispatcher need not wait out its idle time.
+    fn finished_one(&self, host: &str, key: &str) {
+        self.held.remove(key);
+        self.not_before.remove(host);
+        *self.idle.lock().unwrap_or_else(|p| p.into_inner()) = IDLE_MIN;
+        self.freed.notify_one();
+    }
+
+    /// The key of this process's slot for requests outside the queues on `host`.
+    fn slot_key(&self, host: &str) -> String {
+        format!("~{}/{host}", self.process.id())
+    }
+
+    fn interval_of(&self, host: &str) -> Duration {
+        self.host_intervals
+            .get(host)
+            .map_or(Duration::ZERO, |d| *d)
+            .max(self.interval)
+    }
+
+    /// The candidates grouped by host for the admission script, and the page's edges.
+    fn plan(
+        &self,
+        referrer: Option<&str>,
+        candidates: impl Iterator<Item = Candidate>,
+    ) -> (HashMap<String, Vec<Admit>>, Vec<StoredEdge>) {
+        let mut groups: HashMap<String, Vec<Admit>> = HashMap::new();
+        let mut edges = Vec::new();
+        for c in candidates {
+            let mut key = String::new();
+            self.rules.key_of(&c.url, &mut key);
+            let skip = self.rules.judge(&c, &key);
+            if let Some(e) = c.edge {
+                edges.push((key.clone(), e.kind.code(), e.nofollow, e.anchor));
+            }
+            groups.entry(host_key(&c.url)).or_default().push(Admit {
+                admission: Admission {
+                    url: (c.url.as_str() != key).then(|| c.url.to_string()),
+                    depth: c.depth,
+                    referrer: referrer.map(str::to_owned),
+                    chain: c.chain,
+                },
+                key,
+                skip: skip.map(SkipReason::as_str),
+                follow: c.follow,
+            });
+        }
+        (groups, edges)
+    }
+
+    /// Admit each host's group (one script per host, sent together); bump the generation
+    /// when work changed hands, before the page that made it is completed.
+    async fn admit(
+        &self,
+        groups: &HashMap<String, Vec<Admit>>,
+        front: bool,
+    ) -> Result<Admitted, DistError> {
+        let calls = groups
+            .iter()
+            .map(|(host, urls)| self.queue.admit(host, urls, front));
+        let mut all = Admitted::default();
+        for r in futures_util::future::join_all(calls).await {
+            let a = r?;
+            all.new += a.new;
+            all.requeued += a.requeued;
+        }
+        if all.moved() {
+            self.queue.bump().await?;
+        }
+        Ok(all)
+    }
+
+    /// Wait until the WARC records of every fetch so far are on disk.
+    async fn warc_written(&self) -> Result<(), DistError> {
+        if let Some(b) = &self.barrier {
+            let b = b.clone();
+            tokio::task::spawn_blocking(move || b.wait())
+                .await
+                .map_err(|e| DistError::Internal(format!("the WARC barrier panicked: {e}")))??;
+        }
+        Ok(())
+    }
+
+    /// A lease whose URL no longer parses: recorded as failed at once.
+    async fn bad_url(&self, lease: Lease, e: url::ParseError) -> Result<(), DistError> {
+        let mut result = PageResult {
+            depth: lease.admission.depth,
+            fetched_at: crate::store::now_ms(),
+            attempts: lease.tries + 1,
+            ..PageResult::default()
+        };
+        result.fail(
+            ErrorKind::BadUrl,
+            format!("unusable URL {}: {e}", lease.key),
+        );
+        self.queue.complete(&lease, &result, None).await?;
+        self.held.remove(&lease.key);
+        Ok(())
+    }
+
+    /// The job of a lease; the lease back when its URL no longer parses.
+    fn job(&self, lease: Lease) -> Result<Job<RedisStore>, Box<(Lease, url::ParseError)>> {
+        let url = match Url::parse(lease.admission.url.as_deref().unwrap_or(&lease.key)) {
+            Ok(u) => u,
+            Err(e) => return Err(Box::new((lease, e))),
+        };
+        Ok(Job {
+            url,
+            host: lease.host.clone(),
+            depth: lease.admission.depth,
+            attempts: lease.tries,
+            chain: lease.admission.chain.clone(),
+            ticket: lease,
+        })
+    }
+
+    /// Take from the hosts in turn, from where the last take stopped.
+    async fn take_round(&self, room: usize) -> Result<Vec<Lease>, DistError> {
+        let mut d = self.dispatch.lock().await;
+        if d.hosts_read.is_none_or(|t| t.elapsed() >= HOSTS_EVERY) {
+            d.hosts = self.queue.active_hosts().await?;
+            d.hosts_read = Some(Instant::now());
+        }
+        let idle = *self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        let n = d.hosts.len();
+        let mut leases = Vec::new();
+        for i in 0..n {
+            if leases.len() >= room {
+                break;
+            }
+            let host = d.hosts[(d.start + i) % n].clone();
+            if self.not_before.get(&host).is_some_and(|t| *t > now) {
+                continue;
+            }
+            let interval = self.interval_of(&host);
+            let want = room - leases.len();
+            let taken = self
+                .queue
+                .take(&host, self.per_host, interval, self.lease, want)
+                .await?;
+            if taken.reclaimed > 0 {
+                tracing::info!(
+                    host,
+                    n = taken.reclaimed,
+                    "took back expired leases of a process that stopped"
+                );
+            }
+            if !taken.wait.is_zero() {
+                self.not_before.insert(host, now + taken.wait);
+            } else if taken.leases.is_empty() {
+                // Empty or at its limit: ask again after the current idle wait rather
+                // than on every pass over the other hosts.
+                self.not_before.insert(host, now + idle);
+            }
+            for lease in taken.leases {
+                self.held.insert(lease.key.clone(), lease.host.clone());
+                leases.push(lease);
+            }
+        }
+        d.start = d.start.wrapping_add(1);
+        Ok(leases)
+    }
+}
+
+impl Store for RedisStore {
+    type Host = String;
+    type Ticket = RedisTicket;
+    type Error = DistError;
+
+    async fn admit_seeds(&self, seeds: &[Url]) -> Result<(), DistError> {
+        // Every process that names a seed admits it: the first admission wins.
+        let (groups, _) = self.plan(None, seeds.iter().cloned().map(Candidate::seed));
+        self.admit(&groups, false).await?;
+        Ok(())
+    }
+
+    async fn take(&self, room: usize) -> Result<Taken<Self>, DistError> {
+        let leases = self.take_round(room.max(1)).await?;
+        *self.idle.lock().unwrap_or_else(|p| p.into_inner()) = if leases.is_empty() {
+            let idle = *self.idle.lock().unwrap_or_else(|p| p.into_inner());
+            (idle * 2).min(IDLE_MAX)
+        } else {
+            IDLE_MIN
+        };
+        let mut jobs = Vec::with_capacity(leases.len());
+        for lease in leases {
+            match self.job(lease) {
+                Ok(job) => jobs.push(job),
+                Err(bad) => {
+                    let (lease, e) = *bad;
+                    self.bad_url(lease, e).await?
+                }
+            }
+        }
+        Ok(Taken { jobs, next: None })
+    }
+
+    async fn wait(&self, until: Option<Instant>) {
+        // Other processes' changes are seen by polling, this process's own at once.
+        let idle = *self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let mut at = Instant::now() + idle;
+        if let Some(t) = until {
+            at = at.min(t);
+        }
+        tokio::select! {
+            _ = tokio::time::sleep_until(at.into()) => {}
+            _ = self.freed.notified() => {}
+        }
+    }
+
+    async fn is_drained(&self) -> Result<bool, DistError> {
+        Ok(self.held.is_empty() && self.queue.is_drained().await?)
+    }
+
+    fn depth_now(&self, job: &Job<Self>, _hash: u128) -> u32 {
+        // The lease carries the admission record as it was when taken.
+        job.depth
+    }
+
+    async fn started(&self, host: &String) -> Result<(), DistError> {
+        self.queue.started(host, self.interval_of(host)).await
+    }
+
+    async fn pause(&self, host: &String, until: Instant) -> Result<(), DistError> {
+        let wait = until.saturating_duration_since(Instant::now());
+        self.queue.pause(host, wait).await
+    }
+
+    async fn retry(&self, job: Job<Self>, at: Instant) -> Result<(), DistError> {
+        let delay = at.saturating_duration_since(Instant::now());
+        self.queue.retry(&job.ticket, delay).await?;
+        self.finished_one(&job.ticket.host, &job.ticket.key);
+        Ok(())
+    }
+
+    async fn complete(
+        &self,
+        job: Job<Self>,
+        result: PageResult,
+        links: Outlinks,
+    ) -> Result<(), DistError> {
+        let lease = job.ticket;
+        let front = matches!(links, Outlinks::Redirect(_));
+        let (groups, edges) = self.plan(Some(&lease.key), links.candidates());
+        self.admit(&groups, front).await?;
+        self.warc_written().await?;
+        let edges = (!edges.is_empty()).then(|| StoredEdges {
+            src: lease.key.clone(),
+            edges,
+        });
+        self.queue.complete(&lease, &result, edges.as_ref()).await?;
+        crate::failpoint::hit(crate::failpoint::Point::AfterCommit);
+        self.finished_one(&lease.host, &lease.key);
+        Ok(())
+    }
+
+    async fn release(&self, job: Job<Self>) -> Result<(), DistError> {
+        let lease = job.ticket;
+        self.queue
+            .release(&lease.host, std::slice::from_ref(&lease.key))
+            .await?;
+        self.finished_one(&lease.host, &lease.key);
+        Ok(())
+    }
+
+    async fn skip(&self, job: Job<Self>, reason: SkipReason) -> Result<(), DistError> {
+        self.queue.skip(&job.ticket, reason.as_str()).await?;
+        self.finished_one(&job.ticket.host, &job.ticket.key);
+        Ok(())
+    }
+
+    fn set_interval(&self, host: &String, interval: Duration) {
+        self.host_intervals.insert(host.clone(), interval);
+    }
+
+    async fn occupy(&self, host: &String) -> Result<bool, DistError> {
+        let slot = self.slot_key(host);
+        let taken = self
+            .queue
+            .occupy(host, &slot, self.per_host, self.lease)
+            .await?;
+        if taken {
+            // Renewed with the URL leases while the read lasts.
+            self.held.insert(slot, host.clone());
+        }
+        Ok(taken)
+    }
+
+    async fn vacate(&self, host: &String) -> Result<(), DistError> {
+        let slot = self.slot_key(host);
+        self.queue.vacate(host, &slot).await?;
+        self.finished_one(host, &slot);
+        Ok(())
+    }
+
+    async fn book(&self, host: &String) -> Result<Instant, DistError> {
+        let wait = self.queue.book(host, self.interval_of(host)).await?;
+        Ok(Instant::now() + wait)
+    }
+
+    async fn sitemaps_to_read(
+        &self,
+        host: &String,
+        listed: Vec<Url>,
+    ) -> Result<Vec<Url>, DistError> {
+        // One process reads a host's sitemaps for the whole crawl.
+        Ok(if self.queue.claim_sitemaps(host).await? {
+            listed
+        } else {
+            Vec::new()
+        })
+    }
+
+    async fn record_sitemap(&self, doc: SitemapDoc) -> Result<bool, DistError> {
+        let parent_key = doc.parent.as_ref().map(|p| {
+            let mut key = String::new();
+            self.rules.key_of(p, &mut key);
+            key
+        });
+        let candidate = Candidate::sitemap_doc(doc.url.clone(), parent_key.is_some());
+        let (groups, _) = self.plan(parent_key.as_deref(), std::iter::once(candidate));
+        let (doc_host, mut doc_admit) = groups.into_iter().next().expect("one candidate");
+        let doc_admit = doc_admit.pop().expect("one candidate");
+        let is_new = self
+            .queue
+            .admit(&doc_host, std::slice::from_ref(&doc_admit), false)
+            .await?
+            .new
+            == 1;
+        // A top-level document known already was read by an earlier run of the crawl.
+        if !is_new && parent_key.is_none() {
+            return Ok(false);
+        }
+        let entries = doc.entries.into_iter().map(|e| {
+            if doc.index {
+                Candidate::sitemap_doc(e, true)
+            } else {
+                Candidate::sitemap_entry(e)
+            }
+        });
+        let (groups, edges) = self.plan(Some(&doc_admit.key), entries);
+        let admitted = self.admit(&groups, false).await?;
+        if is_new && !admitted.moved() {
+            self.queue.bump().await?;
+        }
+        let as_lease = Lease {
+            host: doc_host,
+            key: doc_admit.key.clone(),
+            admission: doc_admit.admission,
+            tries: 0,
+        };
+        let edges = (!edges.is_empty()).then_some(StoredEdges {
+            src: doc_admit.key,
+            edges,
+        });
+        self.warc_written().await?;
+        self.queue
+            .complete(&as_lease, &doc.result, edges.as_ref())
+            .await?;
+        Ok(true)
+    }
+
+    fn counts(&self) -> FrontierCounts {
+        FrontierCounts {
+            in_flight: self.held.len(),
+            ..FrontierCounts::default()
+        }
+    }
+
+    async fn finish(&self, drained: bool) -> Result<Finished, DistError> {
+        self.process.stop(&self.queue, &self.held).await;
+        if drained {
+            let _: Result<i64, _> = self
+                .redis
+                .cmd_once(
+                    redis::cmd("HSETNX")
+                        .arg(&self.keys.meta)
+                        .arg("finished_at")
+                        .arg(crate::store::now_ms()),
+                )
+                .await;
+        }
+        let counts = status::count(&self.redis, &self.keys)
+            .await
+            .unwrap_or_default();
+        Ok(Finished {
+            known_urls: counts.known,
+            queued: counts.queued,
+            visited: Default::default(),
+        })
+    }
+}
