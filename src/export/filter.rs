@@ -187,11 +187,7 @@ mod tests {
     #[test]
     fn statements_prepare() {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
-        for sql in [
-            include_str!("../../migrations/0001_init.sql"),
-            include_str!("../../migrations/0002_politeness.sql"),
-            include_str!("../../migrations/0003_anchor.sql"),
-        ] {
+        for sql in crate::store::local::sqlite::MIGRATIONS {
             conn.execute_batch(sql).unwrap();
         }
         let filters = [

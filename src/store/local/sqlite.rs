@@ -22,7 +22,7 @@ use crate::store::{now_ms, UrlState};
 const APPLICATION_ID: i64 = 0x7472_776c;
 
 /// Schema migrations, in order; `PRAGMA user_version` is the number applied.
-const MIGRATIONS: &[&str] = &[
+pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0001_init.sql"),
     include_str!("../../../migrations/0002_politeness.sql"),
     include_str!("../../../migrations/0003_anchor.sql"),
