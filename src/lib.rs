@@ -121,8 +121,9 @@ pub mod internals {
     pub use crate::store::local::drain::Drain;
     pub use crate::store::local::frontier::{Frontier, HostPolicy};
     pub use crate::store::local::gate::Gate;
+    pub use crate::store::local::pending::{Edge, NewHost, NewUrl, PageRecord, Pending};
     pub use crate::store::local::visited::{Held, Seen, Visited};
-    pub use crate::store::{Edge, NewHost, NewUrl, PageRecord, Pending, StoreWriter};
+    pub use crate::store::local::writer::StoreWriter;
     pub use crate::traps::strip_session_ids;
     pub use crate::url_norm::{canonical_key, canonical_key_into, key_hash, Scope};
 }

@@ -1,10 +1,10 @@
-//! The store: where a crawl's state lives, behind one seam, [`Store`], that the engine
+//! The store: where a crawl's state lives, behind one seam, `Store`, that the engine
 //! (`engine`) crawls through. Its operations are those of a frontier: admit the seeds,
 //! take work for hosts that are ready, complete a page with its result and links, retry
 //! it, skip it, pause a host, tell whether the crawl is drained.
 //!
 //! Two sides implement it:
-//! - [`local`]: per-host queues and the compact visited set in memory, one SQLite writer
+//! - `local`: per-host queues and the compact visited set in memory, one SQLite writer
 //!   thread behind them; no call leaves the process, so the hot path has no round trips.
 //! - [`redis`]: many processes share one crawl through Redis; each atomic step is one Lua
 //!   script on one cluster slot, and leases return a dead process's URLs to the others.
@@ -12,7 +12,7 @@
 //! Everything above the seam (the worker, the dispatcher, host preparation, WARC output,
 //! page events and hooks) is written once and works the same on both.
 
-pub mod local;
+pub(crate) mod local;
 #[cfg(feature = "redis")]
 pub mod redis;
 
@@ -27,14 +27,15 @@ use crate::admit::{Outlinks, SkipReason};
 pub use crate::result::now_ms;
 use crate::result::PageResult;
 
+// The readers' part of the local store is public: a crawl's file is read by `export`,
+// `report` and `status`, and by anyone with SQLite. The rest is the crate's.
 pub use local::error::StoreError;
-pub use local::pending::{Edge, HostId, NewHost, NewUrl, PageRecord, Pending, UrlId};
-pub use local::sqlite::{CrawlRow, KnownUrl, OpenMode, Resumed, SqliteStore};
+pub(crate) use local::pending::UrlId;
+pub use local::sqlite::{CrawlRow, OpenMode, SqliteStore};
 pub use local::visited::Footprint;
-pub use local::writer::{StoreWriter, WriterHandle};
 
 /// A URL taken from the store to be fetched.
-pub struct Job<S: Store> {
+pub(crate) struct Job<S: Store> {
     /// What to fetch.
     pub url: Url,
     /// Its host, as the store names hosts.
@@ -61,7 +62,7 @@ impl<S: Store> Debug for Job<S> {
 }
 
 /// What a take gave.
-pub struct Taken<S: Store> {
+pub(crate) struct Taken<S: Store> {
     /// URLs to fetch now; their host slots are taken until they complete, retry, are
     /// skipped or dropped.
     pub jobs: Vec<Job<S>>,
@@ -72,7 +73,7 @@ pub struct Taken<S: Store> {
 
 /// A sitemap document read while preparing a host, to be recorded with what it lists.
 #[derive(Debug)]
-pub struct SitemapDoc {
+pub(crate) struct SitemapDoc {
     /// The document's URL.
     pub url: Url,
     /// The index that listed it, if any.
@@ -87,7 +88,7 @@ pub struct SitemapDoc {
 
 /// What a store holds about its crawl, when it has one.
 #[derive(Debug, Clone)]
-pub struct StoredCrawl {
+pub(crate) struct StoredCrawl {
     /// The configuration it started with (TOML).
     pub config: String,
     /// Its seeds, as stored.
@@ -111,7 +112,7 @@ pub struct FrontierCounts {
 
 /// Where the crawl stands when a run ends.
 #[derive(Debug, Clone, Default)]
-pub struct Finished {
+pub(crate) struct Finished {
     /// URLs known to the crawl (all runs, all processes): fetched, queued and skipped.
     pub known_urls: u64,
     /// URLs still queued.
@@ -124,7 +125,7 @@ pub struct Finished {
 ///
 /// Futures are `Send` so the engine can run them on any worker thread; the local side's
 /// futures complete without waiting, except where its single writer applies backpressure.
-pub trait Store: Send + Sync + Sized + 'static {
+pub(crate) trait Store: Send + Sync + Sized + 'static {
     /// How the store names a host (`host[:port]`).
     type Host: Clone + Eq + Hash + Debug + Send + Sync + 'static;
     /// The store's handle on a taken URL. Dropping it without completing the URL leaves

@@ -28,11 +28,12 @@ mod store;
 
 use std::time::Duration;
 
-pub use conn::{Redis, StoreUrl};
+pub(crate) use conn::Redis;
+pub use conn::StoreUrl;
 pub use error::DistError;
 pub(crate) use join::{add_seeds, create, read};
-pub use keys::{check_crawl_id, CrawlKeys};
-pub use store::{RedisStore, RedisTicket};
+pub(crate) use keys::{check_crawl_id, CrawlKeys};
+pub(crate) use store::RedisStore;
 
 /// Open the Redis store named by `store` and check `crawl_id`.
 pub(crate) fn parse_target(
