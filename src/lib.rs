@@ -80,6 +80,7 @@ pub(crate) mod fetch;
 pub(crate) mod link;
 pub(crate) mod live;
 pub(crate) mod metrics;
+mod names;
 pub(crate) mod page;
 pub(crate) mod politeness;
 pub(crate) mod proxy;

@@ -3,10 +3,9 @@
 //! statistics and handed to page hooks and events; and the kinds of failure, which
 //! `fetch` names too. Depends on nothing else of trawl, so every module can use it.
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde::{Deserialize, Serialize};
+
+use crate::names::stable_names;
 
 /// The result of fetching one URL (its outlinks travel beside it, see `admit::Outlinks`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,90 +68,37 @@ impl PageResult {
     }
 }
 
-/// Why a page failed. [`ErrorKind::as_str`] is the stable name stored in `urls.error_kind`
-/// and shown in summaries and reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ErrorKind {
-    /// No answer in time (connect, read or the whole request).
-    Timeout,
-    /// The host name did not resolve.
-    Dns,
-    /// The connection could not be made (refused, reset, TLS).
-    Connect,
-    /// The connection broke while the body was read.
-    Body,
-    /// The body could not be decoded (a corrupt compressed stream).
-    Decode,
-    /// The request could not be sent.
-    Request,
-    /// The HTTP client itself failed.
-    Client,
-    /// A redirect's `Location` is not a URL.
-    BadLocation,
-    /// The HTML could not be parsed.
-    Parse,
-    /// A redirect points back to the URL itself or an earlier hop of its chain.
-    RedirectLoop,
-    /// A redirect chain longer than `max-redirects`.
-    RedirectLimit,
-    /// trawl or the page hook panicked on this page.
-    Panic,
-    /// A queued URL that no longer parses (a damaged Redis record).
-    BadUrl,
-}
-
-impl ErrorKind {
-    /// Every kind.
-    pub const ALL: [ErrorKind; 13] = [
-        ErrorKind::Timeout,
-        ErrorKind::Dns,
-        ErrorKind::Connect,
-        ErrorKind::Body,
-        ErrorKind::Decode,
-        ErrorKind::Request,
-        ErrorKind::Client,
-        ErrorKind::BadLocation,
-        ErrorKind::Parse,
-        ErrorKind::RedirectLoop,
-        ErrorKind::RedirectLimit,
-        ErrorKind::Panic,
-        ErrorKind::BadUrl,
-    ];
-
-    /// The stable kebab-case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorKind::Timeout => "timeout",
-            ErrorKind::Dns => "dns",
-            ErrorKind::Connect => "connect",
-            ErrorKind::Body => "body",
-            ErrorKind::Decode => "decode",
-            ErrorKind::Request => "request",
-            ErrorKind::Client => "client",
-            ErrorKind::BadLocation => "bad-location",
-            ErrorKind::Parse => "parse",
-            ErrorKind::RedirectLoop => "redirect-loop",
-            ErrorKind::RedirectLimit => "redirect-limit",
-            ErrorKind::Panic => "panic",
-            ErrorKind::BadUrl => "bad-url",
-        }
-    }
-}
-
-impl fmt::Display for ErrorKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for ErrorKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .iter()
-            .copied()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| format!("unknown error kind {s:?}"))
+stable_names! {
+    /// Why a page failed. [`ErrorKind::as_str`] is the stable name stored in `urls.error_kind`
+    /// and shown in summaries and reports.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum ErrorKind ("error kind") {
+        /// No answer in time (connect, read or the whole request).
+        Timeout = "timeout",
+        /// The host name did not resolve.
+        Dns = "dns",
+        /// The connection could not be made (refused, reset, TLS).
+        Connect = "connect",
+        /// The connection broke while the body was read.
+        Body = "body",
+        /// The body could not be decoded (a corrupt compressed stream).
+        Decode = "decode",
+        /// The request could not be sent.
+        Request = "request",
+        /// The HTTP client itself failed.
+        Client = "client",
+        /// A redirect's `Location` is not a URL.
+        BadLocation = "bad-location",
+        /// The HTML could not be parsed.
+        Parse = "parse",
+        /// A redirect points back to the URL itself or an earlier hop of its chain.
+        RedirectLoop = "redirect-loop",
+        /// A redirect chain longer than `max-redirects`.
+        RedirectLimit = "redirect-limit",
+        /// trawl or the page hook panicked on this page.
+        Panic = "panic",
+        /// A queued URL that no longer parses (a damaged Redis record).
+        BadUrl = "bad-url",
     }
 }
 
@@ -182,7 +128,7 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for k in ErrorKind::ALL {
+        for &k in ErrorKind::ALL {
             assert_eq!(k.as_str().parse::<ErrorKind>(), Ok(k));
             let json = serde_json::to_string(&k).unwrap();
             assert_eq!(serde_json::from_str::<ErrorKind>(&json).unwrap(), k);

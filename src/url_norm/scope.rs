@@ -1,54 +1,24 @@
 //! Which URLs a crawl fetches, decided from its seeds.
 
-use std::fmt;
-use std::str::FromStr;
-
 use regex::RegexSet;
 use url::{Host, Url};
 
 use super::{canonical_key, is_fetchable_scheme, UrlError};
 
-/// How far from its seeds a crawl may go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ScopeMode {
-    /// Same host name as a seed (any port, http or https).
-    #[default]
-    Host,
-    /// Same registrable domain as a seed, subdomains included.
-    Domain,
-    /// Canonical key starts with a seed's directory.
-    Prefix,
-}
+use crate::names::stable_names;
 
-impl ScopeMode {
-    /// Every mode.
-    pub const ALL: [ScopeMode; 3] = [ScopeMode::Host, ScopeMode::Domain, ScopeMode::Prefix];
-
-    /// The name used on the command line and in config files.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ScopeMode::Host => "host",
-            ScopeMode::Domain => "domain",
-            ScopeMode::Prefix => "prefix",
-        }
-    }
-}
-
-impl fmt::Display for ScopeMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for ScopeMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .iter()
-            .copied()
-            .find(|m| m.as_str() == s)
-            .ok_or_else(|| format!("unknown scope mode {s:?}; expected host, domain or prefix"))
+stable_names! {
+    /// How far from its seeds a crawl may go.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum ScopeMode ("scope mode") {
+        /// Same host name as a seed (any port, http or https).
+        #[default]
+        Host = "host",
+        /// Same registrable domain as a seed, subdomains included.
+        Domain = "domain",
+        /// Canonical key starts with a seed's directory.
+        Prefix = "prefix",
     }
 }
 
@@ -217,7 +187,7 @@ mod tests {
 
     #[test]
     fn scope_mode_names() {
-        for mode in ScopeMode::ALL {
+        for &mode in ScopeMode::ALL {
             assert_eq!(mode.as_str().parse::<ScopeMode>(), Ok(mode));
             assert_eq!(mode.to_string(), mode.as_str());
         }
