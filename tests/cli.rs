@@ -658,7 +658,13 @@ fn help_and_usage_errors() {
         assert!(!out.stdout.is_empty(), "{args:?} prints to stdout");
     }
     let out = run(dir.path(), &["crawl", "--help"]);
-    assert!(text(&out.stdout).contains("Exit codes"));
+    let help = text(&out.stdout);
+    assert!(help.contains("Exit codes"));
+    // The crawl writes its --db and --store: not the reading commands' words for them.
+    assert!(!help.contains("read only") && !help.contains("temporary SQLite copy"), "{help}");
+    assert!(help.contains("created with the crawl"), "{help}");
+    let export = text(&run(dir.path(), &["export", "--help"]).stdout);
+    assert!(export.contains("read only"), "{export}");
 
     for args in [
         &["crawl", "--bogus"][..],

@@ -32,6 +32,17 @@ pub enum Command {
 
 Exit codes: 0 finished (or nothing to do), 1 failed while crawling, or with --fail-on-errors
 finished with URLs that failed or answered 4xx/5xx, 2 bad input, 130 interrupted (resumable).")]
+    // The crawl writes where the reading commands read: the same flags, their own words.
+    #[command(mut_arg("db", |a| a.help(
+        "The crawl's SQLite file: created with the crawl, resumed when it holds an unfinished one"
+    )))]
+    #[command(mut_arg("store", |a| a.help(
+        "Crawl in Redis instead, shared with every process given the same --store and \
+         --crawl-id: redis://HOST:PORT/DB or redis+cluster://HOST:PORT[,...]"
+    )))]
+    #[command(mut_arg("crawl_id", |a| a.help(
+        "The Redis crawl's name: the first process creates it, the others join it"
+    )))]
     Crawl(Box<CrawlArgs>),
     /// Write the pages or the link graph of a crawl as CSV, JSON Lines, GraphML, DOT, or
     /// a sitemap.
