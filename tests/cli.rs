@@ -661,7 +661,10 @@ fn help_and_usage_errors() {
     let help = text(&out.stdout);
     assert!(help.contains("Exit codes"));
     // The crawl writes its --db and --store: not the reading commands' words for them.
-    assert!(!help.contains("read only") && !help.contains("temporary SQLite copy"), "{help}");
+    assert!(
+        !help.contains("read only") && !help.contains("temporary SQLite copy"),
+        "{help}"
+    );
     assert!(help.contains("created with the crawl"), "{help}");
     let export = text(&run(dir.path(), &["export", "--help"]).stdout);
     assert!(export.contains("read only"), "{export}");

@@ -333,12 +333,28 @@ async fn a_process_waits_for_redis_to_come_up() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crawl_spreads_over_a_three_master_cluster() {
     let cluster = RedisCluster::start();
-    // Three sites: three hosts, so three hash tags, so (very likely) more than one node.
-    let servers = [
-        SiteServer::start(site(41, 40, 5)).await,
-        SiteServer::start(site(42, 40, 5)).await,
-        SiteServer::start(site(43, 40, 5)).await,
-    ];
+    // Three sites whose hosts' hash tags fall in slots of three different masters (site
+    // servers are started until their ports give that), so the test can tell whether each
+    // host's keys went where its slot says, and spread.
+    let mut servers = Vec::new();
+    let mut owners = Vec::new();
+    for seed in 41..71 {
+        let server = SiteServer::start(site(seed, 40, 5)).await;
+        let (host, _) = host_and_seed(&server);
+        let port = owner(&cluster, &format!("trawl:{{clustered/{host}}}:pages"));
+        if !owners.contains(&port) {
+            owners.push(port);
+            servers.push(server);
+        }
+        if servers.len() == 3 {
+            break;
+        }
+    }
+    assert_eq!(
+        servers.len(),
+        3,
+        "three sites on three masters among 30 tries"
+    );
     let mut expected = Expected {
         fetched: BTreeMap::new(),
         skipped: Default::default(),
@@ -360,15 +376,41 @@ async fn a_crawl_spreads_over_a_three_master_cluster() {
         finish(c).await;
     }
     assert_copied(&cluster.url(), "clustered", &expected).await;
-    let used = cluster
-        .nodes
-        .iter()
-        .filter(|n| n.cli(&["dbsize"]).trim().parse::<u64>().unwrap_or(0) > 0)
-        .count();
-    assert!(
-        used >= 2,
-        "the crawl's keys spread over the cluster's nodes"
-    );
+    // Each site's pages are on the master its slot names, and so on three masters.
+    for (server, port) in servers.iter().zip(&owners) {
+        let (host, _) = host_and_seed(server);
+        let key = format!("trawl:{{clustered/{host}}}:pages");
+        let node = cluster.nodes.iter().find(|n| n.port == *port).unwrap();
+        let stored: u64 = node.cli(&["hlen", &key]).trim().parse().unwrap_or(0);
+        assert_eq!(
+            stored as usize,
+            server.expected().fetched.len(),
+            "{host} on {port}"
+        );
+    }
+}
+
+/// The port of the master whose slots hold `key` (`CLUSTER NODES` lines end with the
+/// master's slot ranges, `0-5460`).
+fn owner(cluster: &RedisCluster, key: &str) -> u16 {
+    let slot: u16 = cluster.nodes[0]
+        .cli(&["cluster", "keyslot", key])
+        .trim()
+        .parse()
+        .expect("CLUSTER KEYSLOT answers a number");
+    for line in cluster.nodes[0].cli(&["cluster", "nodes"]).lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let port: u16 = f[1].split([':', '@']).nth(1).unwrap().parse().unwrap();
+        for range in f.iter().skip(8) {
+            let (a, b) = range.split_once('-').unwrap_or((range, range));
+            if let (Ok(a), Ok(b)) = (a.parse::<u16>(), b.parse::<u16>()) {
+                if (a..=b).contains(&slot) {
+                    return port;
+                }
+            }
+        }
+    }
+    panic!("no master owns slot {slot}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
