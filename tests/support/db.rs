@@ -131,6 +131,29 @@ pub fn integrity(path: &Path) -> Option<String> {
     )
 }
 
+/// `PRAGMA integrity_check` of a copy of the file and its `-wal` and `-shm` (None when
+/// there is no file): the check may recover the log, and on the file itself that would
+/// delete the WAL a kill left, which the next run must find as the kill left it.
+pub fn integrity_of_copy(path: &Path) -> Option<String> {
+    if !path.exists() {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("copy.db");
+    std::fs::copy(path, &copy).unwrap();
+    for suffix in ["-wal", "-shm"] {
+        let mut from = path.as_os_str().to_owned();
+        from.push(suffix);
+        let from = std::path::PathBuf::from(from);
+        if from.exists() {
+            let mut to = copy.as_os_str().to_owned();
+            to.push(suffix);
+            std::fs::copy(&from, std::path::PathBuf::from(to)).unwrap();
+        }
+    }
+    integrity(&copy)
+}
+
 /// `PRAGMA integrity_check` of a file a crashed crawl left ("ok" when sound).
 pub fn read_partial(path: &Path) -> String {
     integrity(path).expect("the crawl created its file")
