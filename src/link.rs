@@ -25,6 +25,9 @@ stable_names! {
         Canonical = "canonical",
         /// A URL listed in a sitemap.
         Sitemap = "sitemap",
+        /// A declarative refresh: `<meta http-equiv=refresh content="0; url=...">` or the
+        /// `Refresh` response header.
+        Refresh = "refresh",
     }
 }
 

@@ -9,6 +9,7 @@ use lol_html::{HandlerResult, Selector};
 use url::Url;
 
 use super::entities::decode_entities;
+use super::refresh::refresh_target;
 use super::text::{trim_ascii_whitespace, TitleText, MAX_TITLE_RAW_BYTES};
 use super::{ascii_compatible, lock, Link, Shared, State};
 use crate::link::LinkKind;
@@ -23,6 +24,7 @@ struct Selectors {
     meta: Selector,
     svg: Selector,
     title: Selector,
+    noscript: Selector,
 }
 
 /// Parsed once per process, borrowed by every rewriter. Tag names only: the handlers look
@@ -40,6 +42,7 @@ static SELECTORS: LazyLock<Selectors> = LazyLock::new(|| {
         meta: parse("meta"),
         svg: parse("svg"),
         title: parse("title"),
+        noscript: parse("noscript"),
     }
 });
 
@@ -72,6 +75,7 @@ pub(super) fn handlers(state: &Shared) -> Handlers {
         (Cow::Borrowed(&s.meta), meta_handler(state)),
         (Cow::Borrowed(&s.svg), svg_handler(state)),
         (Cow::Borrowed(&s.title), title_handlers(state)),
+        (Cow::Borrowed(&s.noscript), noscript_handlers(state)),
     ]
 }
 
@@ -82,7 +86,10 @@ fn link_handler(
 ) -> ElementContentHandlers<'static> {
     let state = Arc::clone(state);
     ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
-        let Some(value) = el.get_attribute(attr) else {
+        let Some(value) = el
+            .get_attribute(attr)
+            .or_else(|| svg_link(&state, kind, el))
+        else {
             return Ok(());
         };
         let (mut kind, mut nofollow) = (kind, false);
@@ -109,6 +116,15 @@ fn link_handler(
     })
 }
 
+/// SVG 1.1 links are `<a xlink:href>` (SVG 2 reads `href` too, which wins). Asked only of
+/// an `<a>` without `href`, and only inside `<svg>`: on an HTML `<a>` browsers ignore it.
+fn svg_link(state: &Shared, kind: LinkKind, el: &Element<'_, '_>) -> Option<String> {
+    if kind != LinkKind::A || lock(state).svg_depth == 0 {
+        return None;
+    }
+    el.get_attribute("xlink:href")
+}
+
 fn base_handler(state: &Shared) -> ElementContentHandlers<'static> {
     let state = Arc::clone(state);
     ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
@@ -129,6 +145,17 @@ fn meta_handler(state: &Shared) -> ElementContentHandlers<'static> {
         if ours {
             if let Some(content) = el.get_attribute("content") {
                 lock(&state).read_robots_meta(&content);
+            }
+        }
+        let refresh = el
+            .get_attribute("http-equiv")
+            .is_some_and(|equiv| trim_ascii_whitespace(&equiv).eq_ignore_ascii_case("refresh"));
+        if refresh {
+            if let Some(content) = el.get_attribute("content") {
+                let content = decode_entities(&content, true);
+                if let Some(target) = refresh_target(&content) {
+                    lock(&state).push_decoded(target, LinkKind::Refresh, false);
+                }
             }
         }
         let mut s = lock(&state);
@@ -213,6 +240,55 @@ fn title_handlers(state: &Shared) -> ElementContentHandlers<'static> {
         })
 }
 
+/// lol_html reads `<noscript>` content as raw text, as a browser running scripts does. A
+/// crawler runs none, so the content is read as markup, as the HTML standard parses it
+/// with scripting off (and as search engines do): collected while the element is open,
+/// then read by an extractor of its own when it ends, its links joining the page's there.
+fn noscript_handlers(state: &Shared) -> ElementContentHandlers<'static> {
+    let on_element = Arc::clone(state);
+    let on_text = Arc::clone(state);
+    ElementContentHandlers::default()
+        .element(move |el: &mut Element<'_, '_>| -> HandlerResult {
+            {
+                let mut s = lock(&on_element);
+                if !s.noscript.reads() {
+                    return Ok(());
+                }
+                s.noscript.open();
+            }
+            let on_end = Arc::clone(&on_element);
+            // Fails for a self-closing `<noscript/>`, which is then read at the page's end.
+            let _ = el.on_end_tag(Box::new(move |_: &mut EndTag<'_>| {
+                read_noscript(&on_end);
+                Ok(())
+            }));
+            Ok(())
+        })
+        .text(move |chunk: &mut TextChunk<'_>| {
+            lock(&on_text).noscript.push(chunk.as_str());
+            Ok(())
+        })
+}
+
+/// Reads the open `<noscript>`'s content, if any, into the page's links.
+pub(super) fn read_noscript(state: &Shared) {
+    let (text, base, query_encoding) = {
+        let mut s = lock(state);
+        let Some(text) = s.noscript.close() else {
+            return;
+        };
+        (text, s.base.clone(), s.query_encoding)
+    };
+    // Outside the lock: the inner extractor has handlers of its own, on a state of its own.
+    let Some(found) = super::Extractor::noscript(base, query_encoding, &text) else {
+        return;
+    };
+    let mut s = lock(state);
+    s.links.extend(found.links);
+    s.meta_nofollow |= found.meta_nofollow;
+    s.meta_noindex |= found.meta_noindex;
+}
+
 /// Schemes that are never crawlable, dropped before spending a URL parse on them.
 const SKIPPED_SCHEMES: [&str; 4] = ["javascript", "mailto", "tel", "data"];
 
@@ -255,8 +331,12 @@ impl State {
     }
 
     fn push_link(&mut self, raw: &str, kind: LinkKind, nofollow: bool) {
-        let decoded = decode_entities(raw, true);
-        let value = trim_ascii_whitespace(&decoded);
+        self.push_decoded(&decode_entities(raw, true), kind, nofollow);
+    }
+
+    /// [`State::push_link`] for a value whose entities are decoded already.
+    fn push_decoded(&mut self, decoded: &str, kind: LinkKind, nofollow: bool) {
+        let value = trim_ascii_whitespace(decoded);
         if value.is_empty() || has_skipped_scheme(value) {
             return;
         }
@@ -335,6 +415,15 @@ mod tests {
                 link("https://example.com/frame", LinkKind::Frame, false),
             ]
         );
+    }
+
+    #[test]
+    fn svg_links_by_xlink_href_or_href() {
+        let got = urls(
+            r##"<svg><a xlink:href="/old"><text>o</text></a><a href="/new" xlink:href="/no">
+            <text>n</text></a></svg><a xlink:href="/html-ignores-it">h</a>"##,
+        );
+        assert_eq!(got, ["https://example.com/old", "https://example.com/new"]);
     }
 
     #[test]

@@ -33,6 +33,10 @@ mod anchor;
 mod entities;
 // What lol_html calls per element: the only place that knows tag and attribute names.
 mod handlers;
+// `<noscript>` content, read as markup: its bounds and its extractor.
+mod noscript;
+// The declarative refresh syntax, shared by `<meta http-equiv=refresh>` and the header.
+pub(crate) mod refresh;
 // Decoding, collapsing and cutting text: shared by titles and anchors, free of parser types.
 mod text;
 
@@ -188,6 +192,8 @@ impl Extractor {
         rewriter
             .end()
             .map_err(|e| ExtractError::Parse(e.to_string()))?;
+        // A `<noscript>` the page never closed has its content read all the same.
+        handlers::read_noscript(&self.state);
         // Tags lol_html held back until the end start their anchors here, with no text.
         self.read_anchors(&[]);
         let mut state = lock(&self.state);
@@ -259,6 +265,7 @@ struct State {
     query_encoding: Option<&'static encoding_rs::Encoding>,
     /// Reused by [`State::resolve`] for each link.
     scratch: String,
+    noscript: noscript::Noscript,
 }
 
 impl State {
@@ -278,6 +285,7 @@ impl State {
             follow_meta_charset: false,
             query_encoding: None,
             scratch: String::new(),
+            noscript: noscript::Noscript::new(),
         }
     }
 

@@ -202,6 +202,7 @@ impl Reader {
                 return;
             }
         }
+        let refresh = refresh_header(url, &resp);
         let html = rec.content_type.as_deref().map(is_html);
         match html {
             Some(true) => self.html(url, resp, found, None).await,
@@ -222,6 +223,14 @@ impl Reader {
                     Err(e) => rec.fail(e.kind(), e.to_string()),
                 }
             }
+        }
+        if let Some(link) = refresh {
+            // The header comes before the body, and so does its link.
+            if self.events {
+                let event = outlinks(std::slice::from_ref(&link), found.follow);
+                found.extras.outlinks.splice(0..0, event);
+            }
+            found.links.insert(0, link);
         }
     }
 
@@ -266,6 +275,18 @@ impl Reader {
         found.links = x.links;
         found.follow = follow;
     }
+}
+
+/// The link a `Refresh` response header names, as `<meta http-equiv=refresh>` would.
+fn refresh_header(url: &Url, resp: &Response) -> Option<Link> {
+    let value = resp.headers().get("refresh")?.to_str().ok()?;
+    let target = crate::extract::refresh::refresh_target(value)?;
+    Some(Link {
+        url: url.join(target.trim()).ok()?,
+        kind: crate::link::LinkKind::Refresh,
+        nofollow: false,
+        anchor: None,
+    })
 }
 
 /// Every `X-Robots-Tag` value of the response, joined with commas.

@@ -1,12 +1,14 @@
 //! `redirects`: every redirect chain, from its first hop to where it ends.
 //!
-//! A chain starts at a URL that answered 3xx and that no redirect points at. Redirect
-//! loops have no such start, so afterwards every 3xx URL no chain has passed through
-//! starts one too (in key order, so a loop is reported once, from its smallest URL).
-//! Each walk remembers its hops and stops at the first repeat: a loop cannot hang it.
+//! A hop is a 3xx response's `redirect` edge or a page's declarative `refresh` (`<meta
+//! http-equiv=refresh>` or the header) to another URL. A chain starts at a URL with a hop
+//! that no hop points at. Loops have no such start, so afterwards every URL with a hop no
+//! chain has passed through starts one too (in key order, so a loop is reported once, from
+//! its smallest URL). Each walk remembers its hops and stops at the first repeat: a loop
+//! cannot hang it.
 //!
-//! Memory: the `redirect` edges (one per 3xx URL) are held in a map, and the set of 3xx
-//! URLs already reported; both are proportional to the redirects, not to the crawl.
+//! Memory: the hops (one per redirecting URL) are held in a map, and the set of URLs
+//! already reported; both are proportional to the redirects, not to the crawl.
 
 use std::collections::{HashMap, HashSet};
 
@@ -26,13 +28,12 @@ struct Hop {
 
 /// Write the report.
 pub(super) fn run(store: &SqliteStore, o: &mut Out<'_>) -> Result<(), ReportError> {
-    o.columns(&["start", "length", "final_status", "error", "chain"])?;
+    o.columns(&["start", "length", "final_status", "error", "chain", "via"])?;
     let err = |e| sql(store, e);
     let conn = store.conn();
-    let redirect = LinkKind::Redirect.code();
     let mut chains = Chains {
         store,
-        next: redirect_edges(store)?,
+        next: hops(store)?,
         hop_st: conn
             .prepare(
                 "SELECT coalesce(url, key), state, status, error_kind, skip_reason
@@ -41,12 +42,19 @@ pub(super) fn run(store: &SqliteStore, o: &mut Out<'_>) -> Result<(), ReportErro
             .map_err(err)?,
         reported: HashSet::new(),
     };
+    let (redirect, refresh) = (LinkKind::Redirect.code(), LinkKind::Refresh.code());
+    let has_hop = format!(
+        "(status BETWEEN 300 AND 399
+          OR id IN (SELECT src FROM edges WHERE kind = {refresh} AND src != dst))"
+    );
     let passes = [
         format!(
-            "SELECT id FROM urls WHERE status BETWEEN 300 AND 399
-             AND id NOT IN (SELECT dst FROM edges WHERE kind = {redirect}) ORDER BY key"
+            "SELECT id FROM urls WHERE {has_hop}
+             AND id NOT IN (SELECT dst FROM edges
+                            WHERE kind = {redirect} OR (kind = {refresh} AND src != dst))
+             ORDER BY key"
         ),
-        "SELECT id FROM urls WHERE status BETWEEN 300 AND 399 ORDER BY key".to_owned(),
+        format!("SELECT id FROM urls WHERE {has_hop} ORDER BY key"),
     ];
     for query in passes {
         let mut st = conn.prepare(&query).map_err(err)?;
@@ -64,22 +72,26 @@ pub(super) fn run(store: &SqliteStore, o: &mut Out<'_>) -> Result<(), ReportErro
     Ok(())
 }
 
-/// Where each URL redirects to, by id.
-fn redirect_edges(store: &SqliteStore) -> Result<HashMap<i64, i64>, ReportError> {
+/// Where each URL goes next, by id, and by which kind of hop. A page refreshing to
+/// itself only reloads: that is no hop.
+fn hops(store: &SqliteStore) -> Result<HashMap<i64, (i64, LinkKind)>, ReportError> {
     let err = |e| sql(store, e);
-    let redirect = LinkKind::Redirect.code();
-    let mut next: HashMap<i64, i64> = HashMap::new();
+    let (redirect, refresh) = (LinkKind::Redirect.code(), LinkKind::Refresh.code());
+    let mut next = HashMap::new();
     let mut st = store
         .conn()
         .prepare(&format!(
-            "SELECT src, dst FROM edges WHERE kind = {redirect} ORDER BY rowid"
+            "SELECT src, dst, kind FROM edges
+             WHERE kind = {redirect} OR (kind = {refresh} AND src != dst) ORDER BY rowid"
         ))
         .map_err(err)?;
     let mut rows = st.query([]).map_err(err)?;
     while let Some(r) = rows.next().map_err(err)? {
-        // A URL answers once, so it has one redirect edge; keep the first if not.
+        let kind = LinkKind::from_code(r.get(2).map_err(err)?).unwrap_or(LinkKind::Redirect);
+        // A URL answers once, so it has one redirect edge, and a page's first refresh is
+        // the one a browser follows; keep the first.
         next.entry(r.get(0).map_err(err)?)
-            .or_insert(r.get(1).map_err(err)?);
+            .or_insert((r.get(1).map_err(err)?, kind));
     }
     Ok(next)
 }
@@ -87,7 +99,7 @@ fn redirect_edges(store: &SqliteStore) -> Result<HashMap<i64, i64>, ReportError>
 /// The walk over the redirect edges, and the 3xx URLs already reported.
 struct Chains<'s> {
     store: &'s SqliteStore,
-    next: HashMap<i64, i64>,
+    next: HashMap<i64, (i64, LinkKind)>,
     hop_st: rusqlite::Statement<'s>,
     reported: HashSet<i64>,
 }
@@ -110,18 +122,20 @@ impl Chains<'_> {
     /// Follow the chain from `start` to its end or its first repeat, and write its row.
     fn write(&mut self, start: i64, o: &mut Out<'_>) -> Result<(), ReportError> {
         let mut chain = vec![self.hop(start)?.url];
+        let mut via = Vec::new();
         let mut seen = HashSet::from([start]);
         self.reported.insert(start);
         let mut cur = start;
         let mut looped = false;
-        while let Some(&to) = self.next.get(&cur) {
+        while let Some(&(to, kind)) = self.next.get(&cur) {
             let h = self.hop(to)?;
             chain.push(h.url);
+            via.push(kind.as_str().to_owned());
             if !seen.insert(to) {
                 looped = true;
                 break;
             }
-            if h.status.is_some_and(|s| (300..400).contains(&s)) {
+            if self.next.contains_key(&to) {
                 self.reported.insert(to);
             }
             cur = to;
@@ -138,6 +152,7 @@ impl Chains<'_> {
             status,
             error,
             Cell::List(chain),
+            Cell::List(via),
         ])
     }
 }

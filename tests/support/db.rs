@@ -24,17 +24,6 @@ pub struct Crawled {
     pub finished: bool,
 }
 
-const KINDS: [&str; 8] = [
-    "a",
-    "area",
-    "link",
-    "iframe",
-    "frame",
-    "redirect",
-    "canonical",
-    "sitemap",
-];
-
 /// Read everything from `path` (read-only).
 pub fn read(path: &Path) -> Crawled {
     let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
@@ -101,7 +90,14 @@ pub fn read(path: &Path) -> Crawled {
     for row in rows {
         let (s, d, k) = row.unwrap();
         *out.edges
-            .entry((s, d, KINDS[k as usize].to_string()))
+            .entry((
+                s,
+                d,
+                trawl::LinkKind::from_code(k)
+                    .expect("a known link kind")
+                    .as_str()
+                    .to_owned(),
+            ))
             .or_default() += 1;
     }
     let dangling: i64 = conn
