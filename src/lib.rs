@@ -125,6 +125,6 @@ pub mod internals {
     pub use crate::store::local::pending::{Edge, NewHost, NewUrl, PageRecord, Pending};
     pub use crate::store::local::visited::{Held, Seen, Visited};
     pub use crate::store::local::writer::StoreWriter;
-    pub use crate::traps::strip_session_ids;
+    pub use crate::traps::{query_group, strip_session_ids};
     pub use crate::url_norm::{canonical_key, canonical_key_into, key_hash, Scope};
 }

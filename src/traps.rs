@@ -28,6 +28,9 @@ pub struct Traps {
     pub max_path_segments: usize,
     /// Most times one path segment may occur in a path.
     pub max_repeated_segments: usize,
+    /// Most URLs fetched per host that share a path and differ in their query (the
+    /// stores count them, see [`query_group`]).
+    pub max_query_variants: u64,
 }
 
 impl Traps {
@@ -57,6 +60,21 @@ impl Traps {
         }
         Ok(())
     }
+}
+
+/// What a URL's query variants are counted by for `--max-query-variants`: its canonical
+/// key up to the query, when it has one. An endless `?date=` calendar, or a query that
+/// grows by one parameter per click, stays on one path; a site's own pages with queries
+/// (pagination, facets) are a bounded number per path.
+///
+/// ```
+/// use trawl::internals::query_group;
+/// assert_eq!(query_group("https://a.example/cal?d=2026-12-03"), Some("https://a.example/cal"));
+/// assert_eq!(query_group("https://a.example/cal"), None);
+/// ```
+pub fn query_group(key: &str) -> Option<&str> {
+    let (head, query) = key.split_once('?')?;
+    (!query.is_empty()).then_some(head)
 }
 
 /// Query parameters that carry a session, compared case-insensitively (`ASPSESSIONID`
@@ -155,11 +173,21 @@ mod tests {
             max_url_length: 60,
             max_path_segments: 6,
             max_repeated_segments: 2,
+            max_query_variants: 0,
         }
     }
 
     fn check(u: &str) -> Result<(), Trap> {
         traps().check(&Url::parse(u).unwrap())
+    }
+
+    #[test]
+    fn query_variants_group_by_the_url_without_its_query() {
+        let g = |k| query_group(k);
+        assert_eq!(g("http://a.example/p?x=1&y=2"), Some("http://a.example/p"));
+        assert_eq!(g("http://a.example/p?"), None);
+        assert_eq!(g("http://a.example/?q"), Some("http://a.example/"));
+        assert_eq!(g("http://a.example/p"), None);
     }
 
     #[test]
@@ -182,6 +210,7 @@ mod tests {
             max_url_length: 0,
             max_path_segments: 0,
             max_repeated_segments: 0,
+            max_query_variants: 0,
         };
         assert_eq!(
             off.check(&Url::parse("http://a.example/a/a/a/a/a/a/a/a").unwrap()),

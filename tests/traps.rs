@@ -4,10 +4,11 @@
 
 mod support;
 
-use axum::extract::Path;
+use axum::extract::{Path, Query};
 use axum::response::{Html, IntoResponse};
 use axum::routing::get;
 use axum::Router;
+use std::collections::HashMap;
 use support::adhoc::Adhoc;
 use support::backend::{both_stores, Backend};
 use trawl::Outcome;
@@ -186,8 +187,61 @@ async fn session_ids_do_not_multiply_a_page(store: Backend) {
     assert_eq!(keys, 2);
 }
 
+/// An endless `?d=` calendar on one path ends at `max-query-variants`; a paginated list on
+/// another path, with fewer variants, is crawled whole.
+async fn query_variants_of_one_path_end_at_the_limit(store: Backend) {
+    let app = Router::new()
+        .route(
+            "/",
+            get(|| async { Html("<a href='/cal?d=0'>cal</a><a href='/list?page=1'>list</a>") }),
+        )
+        .route(
+            "/cal",
+            get(|q: Query<HashMap<String, u32>>| async move {
+                Html(format!("<a href='/cal?d={}'>next</a>", q["d"] + 1))
+            }),
+        )
+        .route(
+            "/list",
+            get(|q: Query<HashMap<String, u32>>| async move {
+                let p = q["page"];
+                let next = if p < 15 {
+                    format!("<a href='/list?page={}'>next</a>", p + 1)
+                } else {
+                    String::new()
+                };
+                Html(next)
+            }),
+        );
+    let server = Adhoc::start(app).await;
+    let path = "variants";
+    let s = store
+        .crawl(
+            store
+                .builder(path)
+                .seed(format!("{}/", server.base))
+                .ignore_robots(true)
+                .max_query_variants(20),
+        )
+        .await;
+    assert_eq!(s.outcome, Outcome::Finished);
+    let r = reasons(&store.db(path).await);
+    assert_eq!(r.get("max-query-variants"), Some(&1), "{r:?}");
+    let hits = server.all();
+    let count = |prefix: &str| hits.iter().filter(|h| h.path.starts_with(prefix)).count();
+    assert_eq!(count("/cal?"), 20);
+    assert_eq!(count("/list?"), 15);
+    let skipped: String = query(
+        &store.db(path).await,
+        "SELECT key FROM urls WHERE skip_reason = ?1",
+        "max-query-variants",
+    );
+    assert!(skipped.ends_with("/cal?d=20"), "{skipped}");
+}
+
 both_stores!(
     endless_calendars_and_nesting_paths_end_within_the_limits,
     nofollow_pages_record_edges_but_discover_nothing,
-    session_ids_do_not_multiply_a_page
+    session_ids_do_not_multiply_a_page,
+    query_variants_of_one_path_end_at_the_limit
 );

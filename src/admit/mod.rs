@@ -91,6 +91,7 @@ impl Rules {
                 max_url_length: config.max_url_length,
                 max_path_segments: config.max_path_segments,
                 max_repeated_segments: config.max_repeated_segments,
+                max_query_variants: config.max_query_variants,
             },
             strip_session_ids: config.strip_session_ids,
         }

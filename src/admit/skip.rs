@@ -41,6 +41,9 @@ stable_names! {
         SitemapDoc = "sitemap",
         /// Refused by the library user's link filter (`follow_if`).
         Filtered = "filtered",
+        /// Its path already had `--max-query-variants` URLs to fetch that differ only in
+        /// the query (a calendar, an ever-growing query).
+        QueryVariants = "max-query-variants",
     }
 }
 
@@ -89,7 +92,8 @@ mod tests {
                 "max-pages-per-host",
                 "nofollow",
                 "sitemap",
-                "filtered"
+                "filtered",
+                "max-query-variants"
             ]
         );
         for &reason in SkipReason::ALL {

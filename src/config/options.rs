@@ -117,6 +117,12 @@ macro_rules! crawl_options {
             /// Most URLs fetched from one host; 0 means no limit.
             max_pages_per_host: u64 = 0,
                 cli: Flag::int("N");
+            /// Most URLs fetched per host that share a path and differ only in the query (an
+            /// endless `?date=` calendar, a query that grows at every click); 0 means no
+            /// limit. Raise it for a site that serves every page from one script
+            /// (`index.php?id=N`).
+            max_query_variants: u64 = 1000,
+                cli: Flag::int("N");
             /// Remove session IDs (`;jsessionid=`, `PHPSESSID`, `sid`, ...) from canonical URLs.
             strip_session_ids: bool = true,
                 cli: Flag::switch(false)

@@ -126,6 +126,7 @@ max-url-length = 2048
 max-path-segments = 32
 max-repeated-segments = 3
 max-pages-per-host = 0
+max-query-variants = 1000
 strip-session-ids = true
 headers = []
 cookies = true

@@ -19,6 +19,7 @@ use super::pending::{Edge, HostId, NewHost, NewUrl, Pending, UrlId};
 use super::sqlite::KnownUrl;
 use super::visited::{Footprint, Held, Lowered, Seen, Visited};
 use crate::admit::{Candidate, Outlinks, Rules, SkipReason};
+use crate::traps::query_group;
 use crate::url_norm::{host_key, key_hash};
 
 /// See the module doc.
@@ -26,6 +27,9 @@ pub struct Gate {
     rules: Arc<Rules>,
     /// URLs admitted for fetching per host, for `max-pages-per-host`.
     host_admitted: DashMap<HostId, u64>,
+    /// URLs with a query admitted for fetching, per host and hash of the URL without
+    /// the query, for `max-query-variants`. Only paths that have queries take room.
+    query_variants: DashMap<(HostId, u64), u64>,
     visited: Visited,
     hosts: DashMap<String, HostId>,
     next_host: AtomicU32,
@@ -50,6 +54,7 @@ impl Gate {
         Gate {
             rules,
             host_admitted: DashMap::new(),
+            query_variants: DashMap::new(),
             visited,
             hosts: DashMap::new(),
             next_host: AtomicU32::new(1),
@@ -63,6 +68,9 @@ impl Gate {
 
     /// Record a URL known from the store (resume).
     pub fn restore_url(&self, url: KnownUrl<'_>) {
+        if url.skip_reason.is_none() {
+            self.count_query_variant(url.host, url.key);
+        }
         self.visited.insert_known(
             key_hash(url.key),
             Seen {
@@ -210,7 +218,7 @@ impl Gate {
         let hash = self.rules.hash_of(&c.url, key);
         if let Some(seen) = self.visited.get(hash) {
             if seen.news(c.depth, c.follow) {
-                self.found_again(hash, c.url, c.depth, c.follow, fresh);
+                self.found_again(hash, key, c.url, c.depth, c.follow, fresh);
             }
             return seen.id;
         }
@@ -219,7 +227,7 @@ impl Gate {
         let (seen, _) = self.visited.get_or_admit(hash, || {
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
             let host = self.host_id(&c.url);
-            let skip = skip.or_else(|| self.spend_budget(host));
+            let skip = skip.or_else(|| self.spend_budget(host, key));
             self.pending.push_url(NewUrl {
                 id,
                 host,
@@ -257,9 +265,13 @@ impl Gate {
         id
     }
 
-    /// Count one more URL to fetch against `max-pages` and the host's budget; the reason
-    /// to skip it when either is spent.
-    fn spend_budget(&self, host: HostId) -> Option<SkipReason> {
+    /// Count one more URL to fetch, whose canonical key is `key`, against its path's query
+    /// variants, the host's budget and `max-pages`; the reason to skip it when one is spent.
+    fn spend_budget(&self, host: HostId, key: &str) -> Option<SkipReason> {
+        let cap = self.rules.traps.max_query_variants;
+        if cap > 0 && self.count_query_variant(host, key) > cap {
+            return Some(SkipReason::QueryVariants);
+        }
         let limits = &self.rules.limits;
         if limits.max_pages_per_host > 0 {
             let mut n = self.host_admitted.entry(host).or_insert(0);
@@ -275,10 +287,25 @@ impl Gate {
         None
     }
 
+    /// Count the URL with canonical key `key` as one more variant of its path on `host`,
+    /// if it has a query; how many there are now (0 for none).
+    fn count_query_variant(&self, host: HostId, key: &str) -> u64 {
+        let Some(group) = query_group(key) else {
+            return 0;
+        };
+        let mut n = self
+            .query_variants
+            .entry((host, key_hash(group) as u64))
+            .or_insert(0);
+        *n += 1;
+        *n
+    }
+
     /// A known URL was found again, along a shorter path or by a followed link.
     fn found_again(
         &self,
         hash: u128,
+        key: &str,
         url: Url,
         depth: u32,
         follow: bool,
@@ -290,7 +317,7 @@ impl Gate {
             Lowered::Depth(id) => self.pending.push_depth(id, depth),
             Lowered::Requeue(id, depth) => {
                 let host = self.host_id(&url);
-                if self.spend_budget(host).is_some() {
+                if self.spend_budget(host, key).is_some() {
                     self.pending.push_depth(id, depth);
                     return;
                 }

@@ -85,6 +85,8 @@ pub struct KnownUrl<'a> {
     pub depth: u32,
     /// Why it was skipped, if it was.
     pub skip_reason: Option<&'a str>,
+    /// Its host.
+    pub host: HostId,
 }
 
 /// An open trawl database.
@@ -375,6 +377,7 @@ impl SqliteStore {
                 key: r.get_ref(1)?.as_str()?,
                 depth: r.get(3)?,
                 skip_reason: r.get_ref(4)?.as_str_or_null()?,
+                host: r.get::<_, i64>(5)? as HostId,
             });
             out.max_url_id = Some(out.max_url_id.map_or(id, |m| m.max(id)));
             let state = UrlState::from_code(r.get(2)?);

@@ -78,6 +78,7 @@ impl CrawlKeys {
             state: format!("{p}state"),
             pages: format!("{p}pages"),
             edges: format!("{p}edges"),
+            variants: format!("{p}variants"),
         }
     }
 }
@@ -104,6 +105,9 @@ pub struct HostKeys {
     pub pages: String,
     /// List: one JSON element per stored page: its outlinks.
     pub edges: String,
+    /// Hash: a URL without its query → URLs with a query admitted for fetching (for
+    /// `max-query-variants`, see `traps::query_group`).
+    pub variants: String,
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use super::keys::CrawlKeys;
 use super::scripts;
 use super::DistError;
 use crate::result::PageResult;
+use crate::traps::query_group;
 
 /// What is recorded when a URL is admitted (the `seen` hash's value).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -130,6 +131,8 @@ pub struct Budget {
     /// `max-depth`, 0 for none: a URL held back as too deep is queued when a shorter path
     /// brings it within.
     pub max_depth: u32,
+    /// `max-query-variants`, 0 for none.
+    pub max_query_variants: u64,
 }
 
 /// See the module doc.
@@ -188,6 +191,7 @@ impl Queue {
             allow.to_string(),
             (if front { "front" } else { "back" }).to_string(),
             self.budget.max_depth.to_string(),
+            self.budget.max_query_variants.to_string(),
         ];
         let mut args: Vec<&str> = head.iter().map(String::as_str).collect();
         for ((u, rec), depth) in urls.iter().zip(&records).zip(&depths) {
@@ -197,13 +201,14 @@ impl Queue {
                 u.skip.unwrap_or(""),
                 depth,
                 if u.follow { "1" } else { "0" },
+                query_group(&u.key).unwrap_or(""),
             ]);
         }
         let (queued, flags): (i64, Vec<i64>) = self
             .redis
             .script(
                 &scripts::ADMIT,
-                &[&k.seen, &k.skip, &k.queue, &k.state],
+                &[&k.seen, &k.skip, &k.queue, &k.state, &k.variants],
                 &args,
             )
             .await?;

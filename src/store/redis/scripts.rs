@@ -13,10 +13,12 @@ const NOW: &str = "local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 ";
 
-/// Admit URLs of one host. KEYS: seen, skip, queue, state. ARGV: max-pages-per-host (0:
-/// none), how many more may be queued for `max-pages` (-1: no limit), `front` or `back`,
-/// max-depth (0: none), then per URL: key, admission JSON, skip reason as judged where it
-/// was found (empty to queue it), the depth it was found at, 1 if found by a followed link.
+/// Admit URLs of one host. KEYS: seen, skip, queue, state, variants. ARGV:
+/// max-pages-per-host (0: none), how many more may be queued for `max-pages` (-1: no
+/// limit), `front` or `back`, max-depth (0: none), max-query-variants (0: none), then per
+/// URL: key, admission JSON, skip reason as judged where it was found (empty to queue it),
+/// the depth it was found at, 1 if found by a followed link, its query group (empty for a
+/// URL without a query).
 ///
 /// `HSETNX` on `seen` is the one place a URL becomes known: exactly one process admits
 /// it. A known URL found again keeps the shorter depth; held back as too deep (`max-depth`)
@@ -29,9 +31,14 @@ pub static ADMIT: LazyLock<Script> = LazyLock::new(|| {
 local allow = tonumber(ARGV[2])
 local front = ARGV[3] == 'front'
 local max_depth = tonumber(ARGV[4])
+local max_variants = tonumber(ARGV[5])
 local queued = 0
 local flags = {}
-local function budget(skip)
+local function budget(skip, group)
+  if skip == '' and max_variants > 0 and group ~= ''
+     and redis.call('HINCRBY', KEYS[5], group, 1) > max_variants then
+    skip = 'max-query-variants'
+  end
   if skip == '' and per_host > 0 and redis.call('HINCRBY', KEYS[4], 'admitted', 1) > per_host then
     skip = 'max-pages-per-host'
   end
@@ -44,12 +51,12 @@ local function enqueue(key)
   queued = queued + 1
   if front then redis.call('LPUSH', KEYS[3], key) else redis.call('RPUSH', KEYS[3], key) end
 end
-for i = 5, #ARGV, 5 do
+for i = 6, #ARGV, 6 do
   local key, rec, skip = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local depth, follow = tonumber(ARGV[i + 3]), ARGV[i + 4] == '1'
+  local depth, follow, group = tonumber(ARGV[i + 3]), ARGV[i + 4] == '1', ARGV[i + 5]
   local flag = 0
   if redis.call('HSETNX', KEYS[1], key, rec) == 1 then
-    skip = budget(skip)
+    skip = budget(skip, group)
     if skip == '' then enqueue(key) else redis.call('HSET', KEYS[2], key, skip) end
     flag = 1
   else
@@ -65,7 +72,7 @@ for i = 5, #ARGV, 5 do
     if held == 'nofollow' and follow and not within then
       redis.call('HSET', KEYS[2], key, 'max-depth')
     end
-    if release and budget('') == '' then
+    if release and budget('', group) == '' then
       redis.call('HDEL', KEYS[2], key)
       enqueue(key)
       flag = 2

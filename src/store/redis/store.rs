@@ -83,6 +83,7 @@ impl RedisStore {
                 max_pages: config.max_pages,
                 max_pages_per_host: config.max_pages_per_host,
                 max_depth: config.max_depth,
+                max_query_variants: config.max_query_variants,
             },
         ));
         let held = Arc::new(DashMap::new());
