@@ -166,7 +166,7 @@ impl Fetcher {
                 .collect::<Result<_, _>>()?
         };
         let pool = Pool::new(
-            routes.len(),
+            &config.proxies,
             config.proxy_rotation,
             config.proxy_max_failures,
             config.proxy_cooldown,

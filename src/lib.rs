@@ -101,7 +101,7 @@ pub use fetch::FetchError;
 pub use link::{LinkKind, Outlink};
 pub use metrics::MetricsError;
 pub use proxy::Rotation;
-pub use result::{ErrorKind, PageResult};
+pub use result::{ErrorKind, FailedSeed, PageResult};
 pub use stats::RunCounts;
 pub use store::Footprint;
 pub use url_norm::{ScopeMode, UrlError};

@@ -40,6 +40,11 @@ pub struct ProgressSnapshot {
     pub run: RunCounts,
     /// Frontier counts.
     pub frontier: FrontierCounts,
+    /// URLs a worker is fetching (or reading, or storing) now: at most `concurrency`.
+    pub fetching: u64,
+    /// URLs taken from the frontier and waiting for a worker (in the channel to the
+    /// workers, or held while their host's robots.txt is read).
+    pub waiting: u64,
     /// Where the visited set is: memory and disk.
     pub visited: Footprint,
 }
@@ -62,9 +67,12 @@ impl Progress {
     /// Read the counters now.
     pub fn snapshot(&self) -> ProgressSnapshot {
         let store = self.store.get().and_then(Weak::upgrade);
+        let frontier: FrontierCounts = store.as_ref().map(|s| s.counts()).unwrap_or_default();
         ProgressSnapshot {
             run: self.stats.snapshot(self.started.elapsed()),
-            frontier: store.as_ref().map(|s| s.counts()).unwrap_or_default(),
+            frontier,
+            fetching: self.stats.fetching(),
+            waiting: self.stats.waiting(frontier.in_flight),
             visited: store.as_ref().map(|s| s.footprint()).unwrap_or_default(),
         }
     }

@@ -139,15 +139,21 @@ fn counters(r: &RunCounts) -> [Simple; 5] {
     ]
 }
 
-fn gauges(s: &ProgressSnapshot) -> [Simple; 6] {
+fn gauges(s: &ProgressSnapshot) -> [Simple; 7] {
     let f = &s.frontier;
     let v = &s.visited;
     [
         (
-            "trawl_in_flight",
+            "trawl_fetching",
             "gauge",
-            "Fetches under way.",
-            f.in_flight as u64,
+            "URLs a worker is fetching now.",
+            s.fetching,
+        ),
+        (
+            "trawl_waiting",
+            "gauge",
+            "URLs taken from the frontier, waiting for a worker.",
+            s.waiting,
         ),
         (
             "trawl_queued_memory",

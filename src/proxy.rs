@@ -4,6 +4,8 @@
 //! sticks to one (`per-host`, so a site sees one address). A proxy that fails to connect
 //! `proxy-max-failures` times in a row is taken out of rotation for `proxy-cooldown`, then
 //! tried again; while every proxy is out, the one out longest is used rather than none.
+//! Without proxies there is one route, the direct one, and nothing to rotate: its
+//! failures are the pages' own errors.
 
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -39,10 +41,12 @@ struct Health {
     out_until: Mutex<Option<Instant>>,
 }
 
-/// The rotation state over `n` routes.
+/// The rotation state over the proxies (or the direct route alone).
 #[derive(Debug)]
 pub struct Pool {
     health: Vec<Health>,
+    /// The proxies as shown in logs (without credentials); empty for the direct route.
+    names: Vec<String>,
     rotation: Rotation,
     next: AtomicUsize,
     max_failures: u32,
@@ -50,10 +54,18 @@ pub struct Pool {
 }
 
 impl Pool {
-    /// A pool over `n` routes (at least one).
-    pub fn new(n: usize, rotation: Rotation, max_failures: u32, cooldown: Duration) -> Pool {
+    /// A pool over `proxies` (their URLs), or over the direct route when there are none.
+    pub fn new(
+        proxies: &[String],
+        rotation: Rotation,
+        max_failures: u32,
+        cooldown: Duration,
+    ) -> Pool {
         Pool {
-            health: (0..n.max(1)).map(|_| Health::default()).collect(),
+            health: (0..proxies.len().max(1))
+                .map(|_| Health::default())
+                .collect(),
+            names: proxies.iter().map(|p| shown(p)).collect(),
             rotation,
             next: AtomicUsize::new(0),
             max_failures: max_failures.max(1),
@@ -95,6 +107,9 @@ impl Pool {
 
     /// Whether route `i` connected (`ok`) or failed to.
     pub fn report(&self, i: usize, ok: bool) {
+        let Some(name) = self.names.get(i) else {
+            return;
+        };
         let h = &self.health[i];
         if ok {
             h.failures.store(0, Ordering::Relaxed);
@@ -106,10 +121,23 @@ impl Pool {
             *h.out_until.lock().unwrap_or_else(|p| p.into_inner()) =
                 Some(Instant::now() + self.cooldown);
             tracing::warn!(
-                route = i,
-                "proxy taken out of rotation after {failures} failures"
+                proxy = %name,
+                cooldown = ?self.cooldown,
+                "proxy taken out of rotation after {failures} connection failures in a row"
             );
         }
+    }
+}
+
+/// A proxy URL without its credentials, for logs.
+fn shown(proxy: &str) -> String {
+    match url::Url::parse(proxy) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.to_string()
+        }
+        Err(_) => "(a proxy)".to_string(),
     }
 }
 
@@ -117,9 +145,34 @@ impl Pool {
 mod tests {
     use super::*;
 
+    fn proxies(n: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| format!("http://u:secret@127.0.0.{}:8080", i + 2))
+            .collect()
+    }
+
+    #[test]
+    fn the_direct_route_is_never_benched_and_credentials_are_not_shown() {
+        let p = Pool::new(&[], Rotation::PerRequest, 1, Duration::from_secs(60));
+        for _ in 0..5 {
+            p.report(0, false);
+        }
+        assert!(p.out_until(0).is_none());
+        assert_eq!(p.pick("a"), 0);
+        assert_eq!(
+            shown("http://u:secret@127.0.0.2:8080"),
+            "http://127.0.0.2:8080/"
+        );
+    }
+
     #[test]
     fn rotates_and_benches_failing_routes() {
-        let p = Pool::new(3, Rotation::PerRequest, 2, Duration::from_secs(60));
+        let p = Pool::new(
+            &proxies(3),
+            Rotation::PerRequest,
+            2,
+            Duration::from_secs(60),
+        );
         let picks: Vec<_> = (0..6).map(|_| p.pick("a")).collect();
         assert_eq!(picks, vec![0, 1, 2, 0, 1, 2]);
         p.report(1, false);
@@ -143,7 +196,7 @@ mod tests {
 
     #[test]
     fn per_host_is_sticky() {
-        let p = Pool::new(4, Rotation::PerHost, 1, Duration::from_secs(60));
+        let p = Pool::new(&proxies(4), Rotation::PerHost, 1, Duration::from_secs(60));
         let first = p.pick("example.org");
         assert!((0..10).all(|_| p.pick("example.org") == first));
         p.report(first, false);

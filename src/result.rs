@@ -51,6 +51,28 @@ pub struct PageResult {
     pub error: Option<String>,
 }
 
+/// Failed seeds listed at most (by a run's summary and by `trawl status`): a crawl of many
+/// sites may have many.
+pub const MAX_FAILED_SEEDS: usize = 100;
+
+/// A seed (a depth-0 URL, or where it redirects) that got no usable response: what the
+/// run's summary and `trawl status` list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FailedSeed {
+    /// The URL.
+    pub url: String,
+    /// What kind of failure ([`ErrorKind`]'s stable name: `dns`, `connect`, ...).
+    pub error_kind: String,
+    /// The failure in words.
+    pub error: String,
+}
+
+impl std::fmt::Display for FailedSeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}: {})", self.url, self.error_kind, self.error)
+    }
+}
+
 /// Milliseconds since the Unix epoch: the times results and stores record.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()

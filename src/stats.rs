@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::result::{ErrorKind, PageResult};
+use crate::result::{ErrorKind, FailedSeed, PageResult, MAX_FAILED_SEEDS};
 
 /// Live counters for this run.
 #[derive(Debug, Default)]
@@ -23,6 +23,19 @@ pub struct Stats {
     latency: [AtomicU64; LATENCY_BUCKETS_MS.len() + 1],
     latency_sum_ms: AtomicU64,
     errors: Mutex<BTreeMap<ErrorKind, u64>>,
+    seeds_fetched: AtomicU64,
+    failed_seeds: Mutex<Vec<FailedSeed>>,
+    /// Workers fetching or reading a page now (a gauge).
+    fetching: AtomicU64,
+}
+
+/// One worker at work on a page, counted in [`Stats::fetching`] while it lives.
+pub struct Fetching<'a>(&'a AtomicU64);
+
+impl Drop for Fetching<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
 }
 
 /// Upper bounds of the fetch-duration histogram, in milliseconds.
@@ -30,9 +43,12 @@ pub const LATENCY_BUCKETS_MS: [u64; 12] =
     [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000];
 
 impl Stats {
-    /// Count one page's result and its `edges`.
-    pub fn record(&self, rec: &PageResult, edges: usize) {
+    /// Count the result of fetching `url` and its `edges`.
+    pub fn record(&self, url: &url::Url, rec: &PageResult, edges: usize) {
         self.pages.fetch_add(1, Relaxed);
+        if rec.depth == 0 {
+            self.record_seed(url, rec);
+        }
         if let Some(s) = rec.status {
             let class = (s / 100).min(5) as usize;
             self.by_class[class].fetch_add(1, Relaxed);
@@ -56,6 +72,44 @@ impl Stats {
             .unwrap_or(LATENCY_BUCKETS_MS.len());
         self.latency[bucket].fetch_add(1, Relaxed);
         self.latency_sum_ms.fetch_add(rec.fetch_ms, Relaxed);
+    }
+
+    /// A seed's outcome: fetched (a redirect does not count, its target will), or failed.
+    fn record_seed(&self, url: &url::Url, rec: &PageResult) {
+        match (rec.failed, rec.error_kind) {
+            (true, Some(kind)) => {
+                let mut failed = self.failed_seeds.lock().unwrap_or_else(|p| p.into_inner());
+                if failed.len() < MAX_FAILED_SEEDS {
+                    failed.push(FailedSeed {
+                        url: url.to_string(),
+                        error_kind: kind.as_str().to_string(),
+                        error: rec.error.clone().unwrap_or_default(),
+                    });
+                }
+            }
+            _ if rec.status.is_some_and(|s| (300..400).contains(&s)) => {}
+            _ => {
+                self.seeds_fetched.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// A worker starts on a page; it counts as fetching until the guard drops.
+    pub fn start_fetching(&self) -> Fetching<'_> {
+        self.fetching.fetch_add(1, Relaxed);
+        Fetching(&self.fetching)
+    }
+
+    /// Workers fetching or reading a page now.
+    pub fn fetching(&self) -> u64 {
+        self.fetching.load(Relaxed)
+    }
+
+    /// Of `taken` URLs taken from the frontier and not finished, those waiting for a
+    /// worker. Read apart from the fetching gauge, the two can disagree for a moment:
+    /// never more waiting than taken.
+    pub fn waiting(&self, taken: usize) -> u64 {
+        (taken as u64).saturating_sub(self.fetching())
     }
 
     /// Count an attempt that will be repeated.
@@ -97,6 +151,12 @@ impl Stats {
                 .iter()
                 .map(|(k, v)| (k.as_str().to_string(), *v))
                 .collect(),
+            seeds_fetched: self.seeds_fetched.load(Relaxed),
+            failed_seeds: self
+                .failed_seeds
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
             elapsed,
         }
     }
@@ -125,11 +185,21 @@ pub struct RunCounts {
     pub latency_sum_ms: u64,
     /// Failures by error kind.
     pub errors: BTreeMap<String, u64>,
+    /// Seeds (depth-0 URLs) that got a response other than a redirect.
+    pub seeds_fetched: u64,
+    /// Seeds that got no usable response (the first hundred).
+    pub failed_seeds: Vec<FailedSeed>,
     /// Wall time of the run.
     pub elapsed: Duration,
 }
 
 impl RunCounts {
+    /// Seeds were tried this run and not one could be fetched: a wrong URL, no network,
+    /// or a host that is down.
+    pub fn no_seed_fetched(&self) -> bool {
+        !self.failed_seeds.is_empty() && self.seeds_fetched == 0
+    }
+
     /// Pages per second over the run.
     pub fn rate(&self) -> f64 {
         let s = self.elapsed.as_secs_f64();

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::result::{FailedSeed, MAX_FAILED_SEEDS};
 use crate::store::{now_ms, CrawlRow, OpenMode, SqliteStore, StoreError, UrlState};
 
 /// The window of [`Status::recent_rate`].
@@ -90,6 +91,9 @@ pub struct Status {
     pub recent_rate: Option<f64>,
     /// URLs that failed or answered 4xx/5xx (what `--fail-on-errors` counts), each once.
     pub broken: u64,
+    /// Seeds (depth-0 URLs, or where they redirect) that got no usable response, with
+    /// their errors: the first [`MAX_FAILED_SEEDS`](crate::result::MAX_FAILED_SEEDS).
+    pub failed_seeds: Vec<FailedSeed>,
 }
 
 impl Status {
@@ -143,6 +147,9 @@ fn read_store(path: &Path, store: &SqliteStore) -> Result<Status, StoreError> {
     }
     let since = status.now - RECENT_WINDOW_MS;
     count_urls(store, since, &mut status).map_err(err)?;
+    if status.failed > 0 {
+        status.failed_seeds = failed_seeds(store).map_err(err)?;
+    }
     if status.state == State::Running {
         let from = status.started_at.map_or(since, |s| s.max(since));
         let window = (status.now - from).max(1000);
@@ -175,6 +182,7 @@ impl Status {
             recent_pages: 0,
             recent_rate: None,
             broken: 0,
+            failed_seeds: Vec::new(),
         }
     }
 
@@ -246,6 +254,22 @@ fn count_urls(store: &SqliteStore, since: i64, status: &mut Status) -> rusqlite:
         status.add_group(UrlState::from_code(state), class, kind, n);
     }
     Ok(())
+}
+
+/// The seeds that failed (a scan of `urls`, made only when some URL failed).
+fn failed_seeds(store: &SqliteStore) -> rusqlite::Result<Vec<FailedSeed>> {
+    let mut st = store.conn().prepare(
+        "SELECT coalesce(url, key), error_kind, error FROM urls
+         WHERE state = 2 AND depth = 0 ORDER BY id LIMIT ?1",
+    )?;
+    let rows = st.query_map([MAX_FAILED_SEEDS as i64], |r| {
+        Ok(FailedSeed {
+            url: r.get(0)?,
+            error_kind: r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+            error: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+        })
+    })?;
+    rows.collect()
 }
 
 /// Whether a crawler holds the advisory lock on `path` (see `OpenMode::Crawl`): try to

@@ -616,7 +616,10 @@ async fn the_whole_fault_site_in_one_crawl(store: Backend) {
     }
 }
 
-async fn a_host_whose_robots_txt_never_answers_is_skipped(store: Backend) {
+/// RFC 9309: no robots.txt response means nothing of the host is fetched; its URLs are
+/// recorded as failed with the error the robots.txt fetch met, so the host's absence shows
+/// in `report broken` and the summary rather than as a skip.
+async fn a_host_whose_robots_txt_never_answers_fails_with_the_timeout(store: Backend) {
     let server = FaultServer::start().await;
     // Only the normal pages and the silent host: the other transport faults are not
     // what this is about.
@@ -633,9 +636,14 @@ async fn a_host_whose_robots_txt_never_answers_is_skipped(store: Backend) {
     assert_eq!(server.hits("/robots.txt").len(), 1);
     let r = stored(&db, &server.url(SILENT));
     assert_eq!(
-        (r.state, r.skip_reason.as_deref()),
-        (SKIPPED, Some("robots")),
+        (r.state, r.error_kind.as_deref(), r.skip_reason.as_deref()),
+        (FAILED, Some("timeout"), None),
         "{r:?}"
+    );
+    let error = r.error.as_deref().unwrap_or_default();
+    assert!(
+        error.starts_with("robots.txt got no response: timed out"),
+        "{error}"
     );
     assert!(server.counters.silent_accepted.load(Ordering::SeqCst) >= 3);
 }
@@ -651,5 +659,5 @@ both_stores!(
     malformed_html_and_non_html_bodies,
     calendars_deep_paths_and_session_ids_end,
     the_whole_fault_site_in_one_crawl,
-    a_host_whose_robots_txt_never_answers_is_skipped
+    a_host_whose_robots_txt_never_answers_fails_with_the_timeout
 );

@@ -5,7 +5,7 @@
 //! crawl. The dispatcher takes URLs of ready hosts from the store, holds those whose host's
 //! robots.txt is being read and gives them back once its rules are known (so they are taken
 //! again with the host's spacing counted from the requests made meanwhile), records those
-//! robots.txt forbids, and sends the rest. When nothing can be taken it waits on the store (a change, a time
+//! robots.txt forbids (and as failed those of a host that gives no response), and sends the rest. When nothing can be taken it waits on the store (a change, a time
 //! coming due) or a preparation ending, and looks again: so a missed wake-up costs at most
 //! one wait, never the crawl.
 //!
@@ -20,9 +20,11 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::admit::SkipReason;
+use crate::admit::{Outlinks, SkipReason};
 use crate::politeness::hosts::{HostRules, Verdict};
 use crate::politeness::prepare::Preparer;
+use crate::result::{now_ms, PageResult};
+use crate::stats::Stats;
 use crate::store::{Job, Store};
 use crate::Error;
 
@@ -36,6 +38,8 @@ pub struct Dispatcher<S: Store> {
     pub preparer: Arc<Preparer<S>>,
     /// Stops dispatching.
     pub cancel: CancellationToken,
+    /// Counts the URLs of unreachable hosts, recorded as failed here.
+    pub stats: Arc<Stats>,
 }
 
 /// URLs held until their host's rules are known, and the preparations under way.
@@ -113,6 +117,18 @@ where
             }
             Verdict::Disallowed => {
                 self.store.skip(job, SkipReason::Robots).await?;
+                Ok(true)
+            }
+            Verdict::Unreachable(why) => {
+                let mut result = PageResult {
+                    depth: job.depth,
+                    attempts: job.attempts + 1,
+                    fetched_at: now_ms(),
+                    ..PageResult::default()
+                };
+                result.fail(why.kind, why.message.clone());
+                self.stats.record(&job.url, &result, 0);
+                self.store.complete(job, result, Outlinks::None).await?;
                 Ok(true)
             }
             Verdict::Wait => {

@@ -185,6 +185,7 @@ fn dispatcher<S: Store>(store: &Arc<S>, run: &Run) -> Dispatcher<S> {
             max_crawl_delay: config.max_crawl_delay,
         }),
         cancel: run.cancel.clone(),
+        stats: run.progress.stats.clone(),
     }
 }
 

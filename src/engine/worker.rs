@@ -128,6 +128,7 @@ where
     }
 
     async fn page(&self, job: Job<S>) -> Result<(), Error> {
+        let _fetching = self.stats.start_fetching();
         let done = match AssertUnwindSafe(self.attempt(&job)).catch_unwind().await {
             Ok(Ok(Attempt::Done(done))) => *done,
             Ok(Ok(Attempt::Retry(at))) => {
@@ -138,7 +139,7 @@ where
             Err(panic) => self.panicked(&job, panic_message(&panic)),
         };
         crate::failpoint::hit(crate::failpoint::Point::AfterFetch);
-        self.stats.record(&done.result, done.links.len());
+        self.stats.record(&job.url, &done.result, done.links.len());
         let event = done.page.filter(|_| self.events.is_some());
         self.store.complete(job, done.result, done.links).await?;
         if let (Some(sink), Some(event)) = (&self.events, event) {

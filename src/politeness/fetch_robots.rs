@@ -5,7 +5,7 @@
 use url::Url;
 
 use super::robots::{Robots, MAX_BYTES};
-use crate::fetch::Fetcher;
+use crate::fetch::{FetchError, Fetcher};
 
 /// Redirect hops followed to reach a robots.txt (RFC 9309 2.3.1.2: at least five).
 const MAX_HOPS: usize = 5;
@@ -17,8 +17,11 @@ pub enum RobotsOutcome {
     Rules(Robots),
     /// There is none (4xx, or too many redirects): everything is allowed.
     AllowAll,
-    /// It could not be read now (5xx, 429, network error): nothing may be fetched yet.
+    /// It could not be read now (5xx, 429, a body cut off): nothing may be fetched yet.
     Unavailable(String),
+    /// The host gave no response at all (no such name, refused, timed out): nothing may
+    /// be fetched yet, and what its URLs would have met is this error.
+    Unreachable(FetchError),
 }
 
 /// The robots.txt URL for the origin of `url`.
@@ -37,7 +40,7 @@ pub async fn fetch_robots(fetcher: &Fetcher, mut url: Url) -> RobotsOutcome {
     for _ in 0..=MAX_HOPS {
         let mut resp = match fetcher.get(&url).await {
             Ok(r) => r,
-            Err(e) => return RobotsOutcome::Unavailable(e.to_string()),
+            Err(e) => return RobotsOutcome::Unreachable(e),
         };
         let status = resp.status().as_u16();
         match status {

@@ -15,17 +15,31 @@ use std::time::{Duration, Instant};
 use url::Url;
 
 use super::robots::Robots;
+use crate::result::ErrorKind;
 
 /// How long a robots.txt is trusted (RFC 9309 2.4: at most 24 hours).
 pub const ROBOTS_TTL: Duration = Duration::from_secs(24 * 3600);
 
+/// Why none of a host's URLs can be fetched: its robots.txt got no response at all (the
+/// name does not resolve, the connection is refused or times out), so by RFC 9309 nothing
+/// may be fetched, and each URL would have met the same error.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Unreachable {
+    /// The kind of the robots.txt fetch's error.
+    pub kind: ErrorKind,
+    /// The error in words.
+    pub message: String,
+}
+
 /// What to do with a URL about to be dispatched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     /// Fetch it.
     Fetch,
     /// robots.txt forbids it: record it as skipped.
     Disallowed,
+    /// Its host cannot be reached: record it as failed with this error.
+    Unreachable(Arc<Unreachable>),
     /// Hold it: its host is being prepared.
     Wait,
     /// Hold it and prepare its host (`first`: for the first time in this run, so its
@@ -39,6 +53,7 @@ pub enum Verdict {
 enum State {
     Preparing,
     Ready(Arc<Robots>, Instant),
+    Unreachable(Arc<Unreachable>, Instant),
 }
 
 /// See the module doc.
@@ -78,6 +93,9 @@ impl<H: Hash + Eq + Clone> HostRules<H> {
                 Some(agent) if !robots.is_allowed(agent, url) => Verdict::Disallowed,
                 _ => Verdict::Fetch,
             },
+            Some(State::Unreachable(why, until)) if *until > now => {
+                Verdict::Unreachable(why.clone())
+            }
             known => {
                 let first = known.is_none();
                 hosts.insert(host.clone(), State::Preparing);
@@ -90,6 +108,15 @@ impl<H: Hash + Eq + Clone> HostRules<H> {
     pub fn ready(&self, host: H, robots: Arc<Robots>) {
         let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
         hosts.insert(host, State::Ready(robots, Instant::now() + ROBOTS_TTL));
+    }
+
+    /// `host` gave no response to its robots.txt: its URLs fail with `why` for the next day.
+    pub fn unreachable(&self, host: H, why: Unreachable) {
+        let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        hosts.insert(
+            host,
+            State::Unreachable(Arc::new(why), Instant::now() + ROBOTS_TTL),
+        );
     }
 }
 
@@ -122,6 +149,16 @@ mod tests {
             rules.check(&1, &url("/a"), later),
             Verdict::Prepare { first: false }
         );
+        let why = Unreachable {
+            kind: ErrorKind::Dns,
+            message: "no such name".into(),
+        };
+        rules.check(&2, &url("/a"), now);
+        rules.unreachable(2, why);
+        assert!(matches!(
+            rules.check(&2, &url("/a"), now),
+            Verdict::Unreachable(w) if w.kind == ErrorKind::Dns
+        ));
         // Nothing to prepare: everything is fetched at once.
         let none = HostRules::<u32>::new(None, false);
         assert_eq!(none.check(&1, &url("/private"), now), Verdict::Fetch);

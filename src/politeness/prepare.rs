@@ -3,8 +3,10 @@
 //!
 //! robots.txt is read by RFC 9309's rules (`fetch_robots`); when it cannot be read (a 5xx,
 //! no answer), it is tried again after [`ROBOTS_RETRY`], doubling, [`ROBOTS_ATTEMPTS`]
-//! times in all, and then the host is treated as all-disallowed (RFC 9309 2.3.1.4). Its
-//! Crawl-delay becomes the host's spacing. Then sitemaps are read: those robots.txt names,
+//! times in all, and then the host is treated as all-disallowed (RFC 9309 2.3.1.4): its
+//! URLs are skipped as `robots` when it answered (a 5xx), and recorded as failed with the
+//! error it gave when it gave no response at all (no such name, refused, timed out), so an
+//! unreachable seed is reported as a failure, not as a skip. Its Crawl-delay becomes the host's spacing. Then sitemaps are read: those robots.txt names,
 //! or `/sitemap.xml` when it names none. Every URL a sitemap lists is admitted like a
 //! discovered link, with a `sitemap` edge from the sitemap document, which is stored as a
 //! URL of its own (skip reason `sitemap`, never fetched as a page). The store decides which
@@ -26,7 +28,7 @@ use tokio::sync::mpsc;
 use url::Url;
 
 use super::fetch_robots::{fetch_robots, robots_url, RobotsOutcome};
-use super::hosts::HostRules;
+use super::hosts::{HostRules, Unreachable};
 use super::robots::Robots;
 use crate::fetch::Fetcher;
 use crate::result::PageResult;
@@ -72,8 +74,17 @@ where
         ready: &mpsc::UnboundedSender<S::Host>,
     ) -> Result<(), Error> {
         let (robots, readable) = match self.hosts.agent() {
-            Some(_) => self.read_robots(&url).await,
             None => (Robots::allow_all(), true),
+            Some(_) => match self.read_robots(&url).await {
+                Ok(robots) => (robots, true),
+                Err(Some(why)) => {
+                    // Nothing of the host can be read: its sitemaps neither.
+                    self.hosts.unreachable(host.clone(), why);
+                    let _ = ready.send(host);
+                    return Ok(());
+                }
+                Err(None) => (Robots::disallow_all(), false),
+            },
         };
         if let Some(agent) = self.hosts.agent() {
             if let Some(d) = robots.crawl_delay(agent) {
@@ -89,28 +100,38 @@ where
         Ok(())
     }
 
-    /// The rules of `url`'s host, and whether they could be read (else everything is
-    /// disallowed).
-    async fn read_robots(&self, url: &Url) -> (Robots, bool) {
+    /// The rules of `url`'s host; when they cannot be read, everything is disallowed: the
+    /// host's URLs are skipped (`None`: it answered, with a 5xx or 429), or fail with the
+    /// error it gave (`Some`: no response at all).
+    async fn read_robots(&self, url: &Url) -> Result<Robots, Option<Unreachable>> {
         let Some(at) = robots_url(url) else {
-            return (Robots::allow_all(), true);
+            return Ok(Robots::allow_all());
         };
         let mut wait = ROBOTS_RETRY;
         for attempt in 1..=ROBOTS_ATTEMPTS {
-            match fetch_robots(&self.fetcher, at.clone()).await {
-                RobotsOutcome::Rules(r) => return (r, true),
-                RobotsOutcome::AllowAll => return (Robots::allow_all(), true),
-                RobotsOutcome::Unavailable(why) if attempt < ROBOTS_ATTEMPTS => {
-                    tracing::info!(url = %at, %why, "robots.txt unavailable: will try again");
-                    tokio::time::sleep(wait).await;
-                    wait *= 2;
-                }
-                RobotsOutcome::Unavailable(why) => {
-                    tracing::warn!(url = %at, %why, "robots.txt unavailable: the host's URLs are skipped");
-                }
+            let (why, unreachable) = match fetch_robots(&self.fetcher, at.clone()).await {
+                RobotsOutcome::Rules(r) => return Ok(r),
+                RobotsOutcome::AllowAll => return Ok(Robots::allow_all()),
+                RobotsOutcome::Unavailable(why) => (why, None),
+                RobotsOutcome::Unreachable(e) => (e.to_string(), Some(e.kind())),
+            };
+            if attempt < ROBOTS_ATTEMPTS {
+                tracing::info!(url = %at, %why, "robots.txt unavailable: will try again");
+                tokio::time::sleep(wait).await;
+                wait *= 2;
+                continue;
             }
+            let Some(kind) = unreachable else {
+                tracing::warn!(url = %at, %why, "robots.txt unavailable: the host's URLs are skipped");
+                return Err(None);
+            };
+            tracing::warn!(url = %at, %why, "host unreachable: its URLs are recorded as failed");
+            return Err(Some(Unreachable {
+                kind,
+                message: format!("robots.txt got no response: {why}"),
+            }));
         }
-        (Robots::disallow_all(), false)
+        Err(None)
     }
 
     /// Read the sitemaps of `host` (robots.txt's, else `/sitemap.xml`) and what indexes

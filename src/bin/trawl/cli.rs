@@ -30,8 +30,9 @@ pub enum Command {
   trawl crawl https://example.org/ --store redis://10.0.0.5:6379/0 --crawl-id ex   machine A
   trawl crawl --store redis://10.0.0.5:6379/0 --crawl-id ex                        machines B, C...
 
-Exit codes: 0 finished (or nothing to do), 1 failed while crawling, or with --fail-on-errors
-finished with URLs that failed or answered 4xx/5xx, 2 bad input, 130 interrupted (resumable).")]
+Exit codes: 0 finished (or nothing to do), 1 failed while crawling, not one seed could be
+fetched, or with --fail-on-errors finished with URLs that failed or answered 4xx/5xx, 2 bad input,
+130 interrupted (resumable).")]
     // The crawl writes where the reading commands read: the same flags, their own words.
     #[command(mut_arg("db", |a| a.help(
         "The crawl's SQLite file: created with the crawl, resumed when it holds an unfinished one"

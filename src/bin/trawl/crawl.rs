@@ -124,6 +124,10 @@ pub(crate) async fn watched(
             print_summary(args, &s);
             match s.outcome {
                 Outcome::Interrupted => ExitCode::from(INTERRUPTED),
+                _ if s.run.no_seed_fetched() => fail(
+                    FAILED,
+                    "no seed could be fetched (errors above): check each URL, the network and DNS, or --proxy; `trawl report broken` lists them",
+                ),
                 _ => finished_exit(args).await,
             }
         }
@@ -214,6 +218,9 @@ pub(crate) fn print_summary(args: &CrawlArgs, s: &trawl::Summary) {
     if !r.errors.is_empty() {
         let errs: Vec<String> = r.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(out, "  errors: {}", errs.join(", "));
+    }
+    for seed in &r.failed_seeds {
+        let _ = writeln!(out, "  seed failed: {seed}");
     }
     match (&args.source.db, &args.source.crawl_id) {
         (Some(db), _) => {

@@ -1,4 +1,4 @@
-//! The live progress line on a terminal: pages done, rate, queued, in flight, errors.
+//! The live progress line on a terminal: pages done, rate, queued, fetching, waiting, errors.
 
 use std::time::Duration;
 
@@ -28,11 +28,12 @@ impl Display {
                 let s = progress.snapshot();
                 let queued = s.frontier.in_memory as u64 + s.frontier.spilled;
                 b.set_message(format!(
-                    "{} pages, {:.0}/s, {} queued, {} in flight, {} errors",
+                    "{} pages, {:.0}/s, {} queued, {} fetching, {} waiting, {} errors",
                     s.run.pages,
                     s.run.rate(),
                     queued,
-                    s.frontier.in_flight,
+                    s.fetching,
+                    s.waiting,
                     s.run.failed
                 ));
                 b.tick();
@@ -60,7 +61,8 @@ pub fn log_every(progress: Progress, every: Duration) -> tokio::task::JoinHandle
                 pages = s.run.pages,
                 rate = format!("{:.1}", s.run.rate()),
                 queued = s.frontier.in_memory as u64 + s.frontier.spilled,
-                in_flight = s.frontier.in_flight,
+                fetching = s.fetching,
+                waiting = s.waiting,
                 errors = s.run.failed,
                 "progress"
             );

@@ -60,6 +60,9 @@ pub fn text(s: &Status, out: &mut dyn Write) -> std::io::Result<()> {
     if !s.errors.is_empty() {
         writeln!(out, "  errors:   {}", counts(&s.errors))?;
     }
+    for seed in &s.failed_seeds {
+        writeln!(out, "  seed failed: {}", seed)?;
+    }
     match s.recent_rate {
         Some(r) => writeln!(
             out,
@@ -142,6 +145,9 @@ pub fn redis_text(
         c.known, c.stored, c.queued, c.leased, c.retrying, c.skipped
     )?;
     writeln!(out, "  hosts:    {}", c.hosts)?;
+    for seed in &s.failed_seeds {
+        writeln!(out, "  seed failed: {seed}")?;
+    }
     writeln!(
         out,
         "  processes: {} alive (a heartbeat every 2s)",
@@ -150,9 +156,11 @@ pub fn redis_text(
     for p in &s.processes {
         writeln!(
             out,
-            "  process:  {} ({} pages, seen {:.1}s ago)",
+            "  process:  {} ({} pages, {} fetching, {} waiting, seen {:.1}s ago)",
             p.id,
             p.pages,
+            p.fetching,
+            p.waiting,
             p.seen_ms_ago as f64 / 1000.0
         )?;
     }

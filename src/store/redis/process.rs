@@ -54,6 +54,7 @@ impl Process {
                 keys.clone(),
                 id.clone(),
                 stats.clone(),
+                held.clone(),
             )),
             redis: redis.clone(),
             keys: keys.clone(),
@@ -126,11 +127,19 @@ async fn renew(queue: Arc<Queue>, held: Arc<DashMap<String, String>>, lease: Dur
 }
 
 /// Write this process's heartbeat for `trawl status`.
-async fn heartbeat(redis: Redis, keys: CrawlKeys, id: String, stats: Arc<Stats>) {
+async fn heartbeat(
+    redis: Redis,
+    keys: CrawlKeys,
+    id: String,
+    stats: Arc<Stats>,
+    held: Arc<DashMap<String, String>>,
+) {
     loop {
         let beat = serde_json::json!({
             "at": now_ms(),
             "pages": stats.pages(),
+            "fetching": stats.fetching(),
+            "waiting": stats.waiting(held.len()),
             "pid": std::process::id(),
         });
         let _: Result<i64, _> = redis

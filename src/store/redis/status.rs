@@ -10,7 +10,11 @@ use tokio_util::sync::CancellationToken;
 use super::conn::Redis;
 use super::keys::CrawlKeys;
 use super::{parse_target, DistError, HEARTBEAT};
-use crate::result::now_ms;
+use url::Url;
+
+use crate::result::{now_ms, FailedSeed, PageResult, MAX_FAILED_SEEDS};
+use crate::traps::strip_session_ids;
+use crate::url_norm::{canonical_key, host_key};
 
 /// Counts over every host of a crawl.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
@@ -38,6 +42,10 @@ pub struct Process {
     pub id: String,
     /// Pages it fetched so far.
     pub pages: u64,
+    /// URLs its workers are fetching now.
+    pub fetching: u64,
+    /// URLs it has taken, waiting for a worker.
+    pub waiting: u64,
     /// Milliseconds since its last heartbeat.
     pub seen_ms_ago: i64,
 }
@@ -59,6 +67,39 @@ pub struct RedisStatus {
     pub counts: Counts,
     /// Live processes.
     pub processes: Vec<Process>,
+    /// Seeds whose fetch got no usable response, with their errors.
+    pub failed_seeds: Vec<FailedSeed>,
+}
+
+/// The seeds among `seeds` whose stored result is a failure. A seed is looked up by its
+/// canonical key without session IDs (the default; a seed rarely has one); where a seed
+/// redirects is not followed here, as it is in the SQLite copy's `status`.
+async fn failed_seeds(
+    redis: &Redis,
+    keys: &CrawlKeys,
+    seeds: &[String],
+) -> Result<Vec<FailedSeed>, DistError> {
+    let mut failed = Vec::new();
+    for seed in seeds.iter().take(MAX_FAILED_SEEDS) {
+        let Ok(url) = Url::parse(seed) else { continue };
+        let mut key = canonical_key(&url);
+        strip_session_ids(&mut key);
+        let k = keys.host(&host_key(&url));
+        let stored: Option<String> = redis
+            .cmd(redis::cmd("HGET").arg(&k.pages).arg(&key))
+            .await?;
+        let Some(result) = stored.and_then(|s| serde_json::from_str::<PageResult>(&s).ok()) else {
+            continue;
+        };
+        if let (true, Some(kind)) = (result.failed, result.error_kind) {
+            failed.push(FailedSeed {
+                url: seed.clone(),
+                error_kind: kind.as_str().to_string(),
+                error: result.error.unwrap_or_default(),
+            });
+        }
+    }
+    Ok(failed)
 }
 
 /// Count over every host of the crawl.
@@ -108,6 +149,11 @@ pub async fn read(store: &str, crawl_id: &str) -> Result<RedisStatus, DistError>
         return Err(DistError::NoSeeds { id });
     }
     let counts = count(&redis, &keys).await?;
+    let seeds: Vec<String> = meta
+        .get("seeds")
+        .and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or_default();
+    let failed_seeds = failed_seeds(&redis, &keys, &seeds).await?;
     let beats: HashMap<String, String> = redis
         .cmd(redis::cmd("HGETALL").arg(&keys.processes))
         .await?;
@@ -121,6 +167,8 @@ pub async fn read(store: &str, crawl_id: &str) -> Result<RedisStatus, DistError>
             Some(Process {
                 id,
                 pages: v.get("pages").and_then(|p| p.as_u64()).unwrap_or(0),
+                fetching: v.get("fetching").and_then(|p| p.as_u64()).unwrap_or(0),
+                waiting: v.get("waiting").and_then(|p| p.as_u64()).unwrap_or(0),
                 seen_ms_ago: now - at,
             })
         })
@@ -140,13 +188,11 @@ pub async fn read(store: &str, crawl_id: &str) -> Result<RedisStatus, DistError>
     Ok(RedisStatus {
         crawl_id: id,
         state,
-        seeds: meta
-            .get("seeds")
-            .and_then(|s| serde_json::from_str(s).ok())
-            .unwrap_or_default(),
+        seeds,
         started_at: meta.get("started_at").and_then(|s| s.parse().ok()),
         finished_at,
         counts,
         processes,
+        failed_seeds,
     })
 }
