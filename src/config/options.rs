@@ -187,6 +187,17 @@ macro_rules! crawl_options {
             visited_memory: ByteSize = ByteSize(4 << 20),
                 builder: u64,
                 cli: Flag::text("SIZE");
+            /// Read more seeds from this file, one URL per line (blank lines and lines starting
+            /// with `#` skipped; a bad line is refused with its number); `-` reads standard
+            /// input. Read once, when the crawl starts: its seeds are stored with the crawl, so
+            /// a resume needs no file. `None` (`""` in TOML) for none.
+            #[serde(with = "optional_path")]
+            seeds_file: Option<PathBuf> = None,
+                builder: PathBuf,
+                cli: Flag::path("FILE").help(concat!(
+                    "Read more seeds from this file, one URL per line (# comments and blank ",
+                    "lines skipped; - for standard input)",
+                ));
         }
     };
 }

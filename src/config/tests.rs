@@ -140,6 +140,7 @@ ca-certs = []
 lease = "30s"
 warc = ""
 visited-memory = "4MiB"
+seeds-file = ""
 "#
     .replace("VERSION", env!("CARGO_PKG_VERSION"));
     assert_eq!(CrawlConfig::default().to_toml(), expected);

@@ -13,7 +13,7 @@ use crate::fetch::Fetcher;
 use crate::live::Progress;
 use crate::store::local::sqlite::{OpenMode, SqliteStore};
 use crate::store::StoredCrawl;
-use crate::url_norm::{parse_seed, Scope};
+use crate::url_norm::{parse_seed, read_seeds_file, Scope};
 use crate::warc::Warc;
 use crate::Error;
 
@@ -37,13 +37,18 @@ pub(super) fn settle(
     let base = stored
         .map(|s| CrawlConfig::from_toml(&s.config))
         .transpose()?;
-    let config = layers.over(base.as_ref())?;
+    let mut config = layers.over(base.as_ref())?;
+    // The file was read once, by `check`: the seeds it gave are stored with the crawl, and
+    // a resume must not need the file.
+    config.seeds_file = None;
     let mut seeds: Vec<Url> = stored
         .map(|s| s.seeds.iter().filter_map(|u| Url::parse(u).ok()).collect())
         .unwrap_or_default();
+    // A set: a seeds file may hold many thousands of sites.
+    let mut known: std::collections::HashSet<Url> = seeds.iter().cloned().collect();
     let mut added = false;
     for s in given {
-        if !seeds.contains(s) {
+        if known.insert(s.clone()) {
             seeds.push(s.clone());
             added = true;
         }
@@ -68,13 +73,16 @@ pub(super) struct Given {
 
 impl CrawlerBuilder {
     pub(super) fn check(&self, db: Option<&Path>) -> Result<Given, Error> {
-        let seeds = self
+        let mut seeds = self
             .seeds
             .iter()
             .map(|s| parse_seed(s))
             .collect::<Result<Vec<Url>, _>>()?;
         let layers = Layers::read(&self.config_files, self.options.clone())?;
         let config = layers.given()?;
+        if let Some(path) = &config.seeds_file {
+            seeds.extend(read_seeds_file(path)?);
+        }
         Scope::new(&seeds, config.scope, &config.include, &config.exclude)?;
         if let Some(path) = &config.warc {
             crate::warc::check_path(path, db)?;

@@ -20,7 +20,7 @@ mod scope;
 
 pub use canonical::{canonical_key, canonical_key_into, host_key, is_fetchable_scheme, key_hash};
 pub use scope::{Miss, Scope, ScopeMode};
-pub use seed::parse_seed;
+pub use seed::{parse_seed, read_seeds_file};
 
 /// A seed or a pattern the user gave could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -50,5 +50,23 @@ pub enum UrlError {
         pattern: String,
         /// The regex compiler's message.
         reason: String,
+    },
+    /// The `seeds-file` cannot be read.
+    #[error("cannot read the seeds file {path}: {source}; give a readable file of one URL per line, or - for standard input")]
+    SeedsFile {
+        /// The path given (`-` for standard input).
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A line of the `seeds-file` is not a URL trawl can crawl.
+    #[error("{path} line {line}: {source}; fix or remove the line (blank lines and lines starting with # are skipped)")]
+    SeedsFileLine {
+        /// The path given (`-` for standard input).
+        path: String,
+        /// The line's number, from 1.
+        line: usize,
+        /// What is wrong with it.
+        source: Box<UrlError>,
     },
 }

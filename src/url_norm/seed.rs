@@ -1,5 +1,7 @@
 //! Seeds as the user types them.
 
+use std::path::Path;
+
 use url::Url;
 
 use super::{is_fetchable_scheme, UrlError};
@@ -46,6 +48,41 @@ pub fn parse_seed(input: &str) -> Result<Url, UrlError> {
     Ok(url)
 }
 
+/// The seeds of a seeds file's `text`: one per line, each as [`parse_seed`] takes it; blank
+/// lines and lines starting with `#` are skipped. `path` names the file in errors, which
+/// give the first bad line's number.
+pub fn seeds_in(text: &str, path: &str) -> Result<Vec<Url>, UrlError> {
+    let mut seeds = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let seed = parse_seed(line).map_err(|e| UrlError::SeedsFileLine {
+            path: path.to_string(),
+            line: i + 1,
+            source: Box::new(e),
+        })?;
+        seeds.push(seed);
+    }
+    Ok(seeds)
+}
+
+/// The seeds in the file at `path`, or on standard input for `-` (see [`seeds_in`]).
+pub fn read_seeds_file(path: &Path) -> Result<Vec<Url>, UrlError> {
+    let shown = path.display().to_string();
+    let read = if shown == "-" {
+        std::io::read_to_string(std::io::stdin().lock())
+    } else {
+        std::fs::read_to_string(path)
+    };
+    let text = read.map_err(|source| UrlError::SeedsFile {
+        path: shown.clone(),
+        source,
+    })?;
+    seeds_in(&text, &shown)
+}
+
 /// `host:port[/...]` with a numeric port and no scheme.
 fn looks_like_host_port(text: &str) -> bool {
     match text.split_once(':') {
@@ -61,6 +98,24 @@ fn looks_like_host_port(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_seeds_file_skips_blanks_and_comments_and_names_a_bad_line() {
+        let text = "# docs sites\nexample.org\n\n  https://example.com/a  \r\n#https://x.test/\n";
+        let seeds = seeds_in(text, "sites.txt").unwrap();
+        let got: Vec<&str> = seeds.iter().map(Url::as_str).collect();
+        assert_eq!(got, ["https://example.org/", "https://example.com/a"]);
+        let err = seeds_in("example.org\n\nftp://x.test/\n", "sites.txt").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("sites.txt line 3: \"ftp://x.test/\" has scheme"),
+            "{err}"
+        );
+        let missing = read_seeds_file(Path::new("/nonexistent/sites.txt")).unwrap_err();
+        assert!(missing
+            .to_string()
+            .contains("cannot read the seeds file /nonexistent/sites.txt"));
+    }
 
     #[test]
     fn parse_seed_accepts() {

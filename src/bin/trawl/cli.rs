@@ -261,9 +261,9 @@ impl OptionFlag {
             FlagKind::Text => matches.get_one::<String>(key).cloned().map(Value::String),
             FlagKind::Path => matches.get_one::<OsString>(key).map(|path| {
                 // Stored absolute, so resuming from another directory appends to the same
-                // file.
-                let path = if path.is_empty() {
-                    PathBuf::new()
+                // file; `-` is standard input, not a file.
+                let path = if path.is_empty() || path == "-" {
+                    PathBuf::from(path)
                 } else {
                     std::path::absolute(path).unwrap_or_else(|_| path.into())
                 };
