@@ -187,6 +187,11 @@ async fn session_ids_do_not_multiply_a_page(store: Backend) {
     assert_eq!(keys, 2);
 }
 
+/// A calendar day that links to the next, for ever.
+async fn next_day(q: Query<HashMap<String, u32>>) -> Html<String> {
+    Html(format!("<a href='/cal?d={}'>next</a>", q["d"] + 1))
+}
+
 /// An endless `?d=` calendar on one path ends at `max-query-variants`; a paginated list on
 /// another path, with fewer variants, is crawled whole.
 async fn query_variants_of_one_path_end_at_the_limit(store: Backend) {
@@ -195,12 +200,7 @@ async fn query_variants_of_one_path_end_at_the_limit(store: Backend) {
             "/",
             get(|| async { Html("<a href='/cal?d=0'>cal</a><a href='/list?page=1'>list</a>") }),
         )
-        .route(
-            "/cal",
-            get(|q: Query<HashMap<String, u32>>| async move {
-                Html(format!("<a href='/cal?d={}'>next</a>", q["d"] + 1))
-            }),
-        )
+        .route("/cal", get(next_day))
         .route(
             "/list",
             get(|q: Query<HashMap<String, u32>>| async move {
@@ -239,9 +239,63 @@ async fn query_variants_of_one_path_end_at_the_limit(store: Backend) {
     assert!(skipped.ends_with("/cal?d=20"), "{skipped}");
 }
 
+/// Under the defaults an endless `?d=` calendar ends at 1000 variants, while a shop's
+/// faceted, paginated listing (4 categories x 25 pages x 2 sort orders: 200 query variants
+/// of one path) is crawled whole.
+async fn under_the_defaults_a_calendar_ends_and_facets_are_crawled_whole(store: Backend) {
+    let app = Router::new()
+        .route(
+            "/",
+            get(|| async {
+                Html(
+                    (0..4)
+                        .map(|c| format!("<a href='/shop?cat={c}&page=1'>c</a>"))
+                        .collect::<String>(),
+                )
+            }),
+        )
+        .route("/cal", get(next_day))
+        .route(
+            "/shop",
+            get(|q: Query<HashMap<String, String>>| async move {
+                let (cat, page): (u32, u32) =
+                    (q["cat"].parse().unwrap(), q["page"].parse().unwrap());
+                let mut links = String::new();
+                if page < 25 {
+                    links += &format!("<a href='/shop?cat={cat}&page={}'>next</a>", page + 1);
+                }
+                if !q.contains_key("sort") {
+                    links +=
+                        &format!("<a href='/shop?cat={cat}&page={page}&sort=price'>by price</a>");
+                }
+                Html(links)
+            }),
+        );
+    let server = Adhoc::start(app).await;
+    let path = "facets";
+    let s = store
+        .crawl(
+            store
+                .builder(path)
+                .seed(format!("{}/", server.base))
+                .ignore_robots(true),
+        )
+        .await;
+    assert_eq!(s.outcome, Outcome::Finished);
+    let r = reasons(&store.db(path).await);
+    assert_eq!(r.get("max-query-variants"), None, "{r:?}");
+    let shop = server
+        .all()
+        .iter()
+        .filter(|h| h.path.starts_with("/shop?"))
+        .count();
+    assert_eq!(shop, 200);
+}
+
 both_stores!(
     endless_calendars_and_nesting_paths_end_within_the_limits,
     nofollow_pages_record_edges_but_discover_nothing,
     session_ids_do_not_multiply_a_page,
-    query_variants_of_one_path_end_at_the_limit
+    query_variants_of_one_path_end_at_the_limit,
+    under_the_defaults_a_calendar_ends_and_facets_are_crawled_whole
 );
