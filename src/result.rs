@@ -82,6 +82,19 @@ pub fn now_ms() -> i64 {
 }
 
 impl PageResult {
+    /// The result of a URL at `depth`, after `attempts` attempts, that failed before any
+    /// response was read (its host unreachable, its handling panicked), now.
+    pub fn failure(depth: u32, attempts: u32, kind: ErrorKind, message: String) -> PageResult {
+        let mut result = PageResult {
+            depth,
+            attempts,
+            fetched_at: now_ms(),
+            ..PageResult::default()
+        };
+        result.fail(kind, message);
+        result
+    }
+
     /// Mark the page failed, with the kind of failure and a message.
     pub fn fail(&mut self, kind: ErrorKind, message: String) {
         self.failed = true;

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::admit::{Outlinks, SkipReason};
 use crate::politeness::hosts::{HostRules, Verdict};
 use crate::politeness::prepare::Preparer;
-use crate::result::{now_ms, PageResult};
+use crate::result::PageResult;
 use crate::stats::Stats;
 use crate::store::{Job, Store};
 use crate::Error;
@@ -120,13 +120,8 @@ where
                 Ok(true)
             }
             Verdict::Unreachable(why) => {
-                let mut result = PageResult {
-                    depth: job.depth,
-                    attempts: job.attempts + 1,
-                    fetched_at: now_ms(),
-                    ..PageResult::default()
-                };
-                result.fail(why.kind, why.message.clone());
+                let result =
+                    PageResult::failure(job.depth, job.attempts + 1, why.kind, why.message.clone());
                 self.stats.record(&job.url, &result, 0);
                 self.store.complete(job, result, Outlinks::None).await?;
                 Ok(true)

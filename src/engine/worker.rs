@@ -18,7 +18,7 @@ use crate::events::{EventSink, Page};
 use crate::page::{Outcome, Reader};
 use crate::result::{ErrorKind, PageResult};
 use crate::stats::Stats;
-use crate::store::{now_ms, Job, Store};
+use crate::store::{Job, Store};
 use crate::Error;
 
 /// Called for every fetched URL, from the worker that fetched it. A panic in it is
@@ -192,13 +192,7 @@ where
 
     /// The result of a page whose handling panicked (in trawl or in the page hook).
     fn panicked(&self, job: &Job<S>, message: String) -> Done {
-        let mut result = PageResult {
-            depth: job.depth,
-            fetched_at: now_ms(),
-            attempts: job.attempts + 1,
-            ..PageResult::default()
-        };
-        result.fail(ErrorKind::Panic, message);
+        let result = PageResult::failure(job.depth, job.attempts + 1, ErrorKind::Panic, message);
         let page = self
             .events
             .as_ref()
