@@ -67,6 +67,18 @@ pub struct FailedSeed {
     pub error: String,
 }
 
+impl FailedSeed {
+    /// The failure of seed `url`, if `result` is one.
+    pub fn of(url: String, result: &PageResult) -> Option<FailedSeed> {
+        let kind = result.error_kind.filter(|_| result.failed)?;
+        Some(FailedSeed {
+            url,
+            error_kind: kind.as_str().to_string(),
+            error: result.error.clone().unwrap_or_default(),
+        })
+    }
+}
+
 impl std::fmt::Display for FailedSeed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} ({}: {})", self.url, self.error_kind, self.error)

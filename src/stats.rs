@@ -76,21 +76,13 @@ impl Stats {
 
     /// A seed's outcome: fetched (a redirect does not count, its target will), or failed.
     fn record_seed(&self, url: &url::Url, rec: &PageResult) {
-        match (rec.failed, rec.error_kind) {
-            (true, Some(kind)) => {
-                let mut failed = self.failed_seeds.lock().unwrap_or_else(|p| p.into_inner());
-                if failed.len() < MAX_FAILED_SEEDS {
-                    failed.push(FailedSeed {
-                        url: url.to_string(),
-                        error_kind: kind.as_str().to_string(),
-                        error: rec.error.clone().unwrap_or_default(),
-                    });
-                }
+        if let Some(seed) = FailedSeed::of(url.to_string(), rec) {
+            let mut failed = self.failed_seeds.lock().unwrap_or_else(|p| p.into_inner());
+            if failed.len() < MAX_FAILED_SEEDS {
+                failed.push(seed);
             }
-            _ if rec.status.is_some_and(|s| (300..400).contains(&s)) => {}
-            _ => {
-                self.seeds_fetched.fetch_add(1, Relaxed);
-            }
+        } else if !rec.status.is_some_and(|s| (300..400).contains(&s)) {
+            self.seeds_fetched.fetch_add(1, Relaxed);
         }
     }
 

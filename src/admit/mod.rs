@@ -21,6 +21,16 @@ use crate::url_norm::{canonical_key_into, key_hash, Scope};
 pub use plan::{plan_redirect, Candidate, Judged, Outlinks};
 pub use skip::SkipReason;
 
+/// The canonical key of `url` in `key`, without session IDs when `strip_session_ids` (the
+/// crawl's `strip-session-ids`): the key both stores file a URL under. [`Rules::key_of`]
+/// for a running crawl; this for a reader that has only the crawl's configuration.
+pub fn key_of(url: &Url, strip_session_ids: bool, key: &mut String) {
+    canonical_key_into(url, key);
+    if strip_session_ids {
+        self::strip_session_ids(key);
+    }
+}
+
 /// Limits applied at admission.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -99,10 +109,7 @@ impl Rules {
 
     /// The canonical key of `url` in `key`, without session IDs when so configured.
     pub fn key_of(&self, url: &Url, key: &mut String) {
-        canonical_key_into(url, key);
-        if self.strip_session_ids {
-            strip_session_ids(key);
-        }
+        key_of(url, self.strip_session_ids, key);
     }
 
     /// The 128-bit hash of `url`'s canonical key, computed in `key`.

@@ -6,8 +6,9 @@
 //! times in all, and then the host is treated as all-disallowed (RFC 9309 2.3.1.4): its
 //! URLs are skipped as `robots` when it answered (a 5xx), and recorded as failed with the
 //! error it gave when it gave no response at all (no such name, refused, timed out), so an
-//! unreachable seed is reported as a failure, not as a skip. Its Crawl-delay becomes the host's spacing. Then sitemaps are read: those robots.txt names,
-//! or `/sitemap.xml` when it names none. Every URL a sitemap lists is admitted like a
+//! unreachable seed is reported as a failure, not as a skip. Its Crawl-delay becomes the
+//! host's spacing. Then sitemaps are read: those robots.txt names, or `/sitemap.xml` when
+//! it names none. Every URL a sitemap lists is admitted like a
 //! discovered link, with a `sitemap` edge from the sitemap document, which is stored as a
 //! URL of its own (skip reason `sitemap`, never fetched as a page). The store decides which
 //! sitemaps to read: none already read in an earlier run, and in a Redis crawl only by the

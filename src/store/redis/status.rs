@@ -12,9 +12,10 @@ use super::keys::CrawlKeys;
 use super::{parse_target, DistError, HEARTBEAT};
 use url::Url;
 
+use crate::admit::key_of;
+use crate::config::CrawlConfig;
 use crate::result::{now_ms, FailedSeed, PageResult, MAX_FAILED_SEEDS};
-use crate::traps::strip_session_ids;
-use crate::url_norm::{canonical_key, host_key};
+use crate::url_norm::host_key;
 
 /// Counts over every host of a crawl.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
@@ -71,19 +72,20 @@ pub struct RedisStatus {
     pub failed_seeds: Vec<FailedSeed>,
 }
 
-/// The seeds among `seeds` whose stored result is a failure. A seed is looked up by its
-/// canonical key without session IDs (the default; a seed rarely has one); where a seed
-/// redirects is not followed here, as it is in the SQLite copy's `status`.
+/// The seeds among `seeds` whose stored result is a failure, looked up by their keys
+/// under the crawl's `strip-session-ids`. Where a seed redirects is not followed here, as
+/// it is in the SQLite copy's `status`.
 async fn failed_seeds(
     redis: &Redis,
     keys: &CrawlKeys,
     seeds: &[String],
+    strip_session_ids: bool,
 ) -> Result<Vec<FailedSeed>, DistError> {
     let mut failed = Vec::new();
+    let mut key = String::new();
     for seed in seeds.iter().take(MAX_FAILED_SEEDS) {
         let Ok(url) = Url::parse(seed) else { continue };
-        let mut key = canonical_key(&url);
-        strip_session_ids(&mut key);
+        key_of(&url, strip_session_ids, &mut key);
         let k = keys.host(&host_key(&url));
         let stored: Option<String> = redis
             .cmd(redis::cmd("HGET").arg(&k.pages).arg(&key))
@@ -91,13 +93,7 @@ async fn failed_seeds(
         let Some(result) = stored.and_then(|s| serde_json::from_str::<PageResult>(&s).ok()) else {
             continue;
         };
-        if let (true, Some(kind)) = (result.failed, result.error_kind) {
-            failed.push(FailedSeed {
-                url: seed.clone(),
-                error_kind: kind.as_str().to_string(),
-                error: result.error.unwrap_or_default(),
-            });
-        }
+        failed.extend(FailedSeed::of(seed.clone(), &result));
     }
     Ok(failed)
 }
@@ -153,7 +149,11 @@ pub async fn read(store: &str, crawl_id: &str) -> Result<RedisStatus, DistError>
         .get("seeds")
         .and_then(|s| serde_json::from_str(s).ok())
         .unwrap_or_default();
-    let failed_seeds = failed_seeds(&redis, &keys, &seeds).await?;
+    let strip = meta
+        .get("config")
+        .and_then(|c| CrawlConfig::from_toml(c).ok())
+        .is_none_or(|c| c.strip_session_ids);
+    let failed_seeds = failed_seeds(&redis, &keys, &seeds, strip).await?;
     let beats: HashMap<String, String> = redis
         .cmd(redis::cmd("HGETALL").arg(&keys.processes))
         .await?;
