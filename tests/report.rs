@@ -237,15 +237,20 @@ async fn orphans_are_urls_only_a_sitemap_links_to(store: Backend) {
     }
     let orphan = format!("{}/orphan", c.base);
     {
+        // The linking page must be a fetched one: which id that is depends on the store
+        // (a Redis crawl numbers URLs in the order its results were exported).
         let conn = rusqlite::Connection::open(&copy).unwrap();
+        let src: i64 = conn
+            .query_row("SELECT min(id) FROM urls WHERE state = 1", [], |r| r.get(0))
+            .unwrap();
         conn.execute_batch(&format!(
             "INSERT INTO urls (id, key, host_id, depth, state, status)
                SELECT max(id) + 1, '{orphan}', 1, 1, 1, 200 FROM urls;
              INSERT INTO urls (id, key, host_id, depth, state, status)
                SELECT max(id) + 1, '{orphan}-linked', 1, 1, 1, 200 FROM urls;
-             INSERT INTO edges (src, dst, kind) SELECT 1, max(id) - 1, 7 FROM urls;
-             INSERT INTO edges (src, dst, kind) SELECT 1, max(id), 7 FROM urls;
-             INSERT INTO edges (src, dst, kind) SELECT 1, max(id), 0 FROM urls;"
+             INSERT INTO edges (src, dst, kind) SELECT {src}, max(id) - 1, 7 FROM urls;
+             INSERT INTO edges (src, dst, kind) SELECT {src}, max(id), 7 FROM urls;
+             INSERT INTO edges (src, dst, kind) SELECT {src}, max(id), 0 FROM urls;"
         ))
         .unwrap();
     }
