@@ -257,7 +257,7 @@ fn count_urls(store: &SqliteStore, since: i64, status: &mut Status) -> rusqlite:
 }
 
 /// The seeds that failed (a scan of `urls`, made only when some URL failed).
-fn failed_seeds(store: &SqliteStore) -> rusqlite::Result<Vec<FailedSeed>> {
+pub(crate) fn failed_seeds(store: &SqliteStore) -> rusqlite::Result<Vec<FailedSeed>> {
     let mut st = store.conn().prepare(
         "SELECT coalesce(url, key), error_kind, error FROM urls
          WHERE state = 2 AND depth = 0 ORDER BY id LIMIT ?1",

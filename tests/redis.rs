@@ -19,8 +19,29 @@ fn trawl() -> Command {
     Command::new(env!("CARGO_BIN_EXE_trawl"))
 }
 
-/// `trawl crawl [SEED] --store STORE --crawl-id ID ARGS...` as a child process.
+/// Where the crawls of this test binary collect their results: one file per store and
+/// crawl id, shared by every process of the crawl (one collects, the others stand by).
+fn results(store: &str, id: &str) -> std::path::PathBuf {
+    static DIR: std::sync::LazyLock<tempfile::TempDir> =
+        std::sync::LazyLock::new(|| tempfile::tempdir().unwrap());
+    let name: String = store
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    DIR.path().join(format!("{name}-{id}.db"))
+}
+
+/// `trawl crawl [SEED] --store STORE --crawl-id ID --db RESULTS ARGS...` as a child
+/// process.
 fn crawler(seeds: &[String], store: &str, id: &str, args: &[&str]) -> Child {
+    let db = results(store, id);
+    let mut with_db = vec!["--db", db.to_str().unwrap()];
+    with_db.extend(args);
+    crawler_only(seeds, store, id, &with_db)
+}
+
+/// The same without `--db`: a process that crawls and never collects.
+fn crawler_only(seeds: &[String], store: &str, id: &str, args: &[&str]) -> Child {
     trawl()
         .arg("crawl")
         .args(seeds)
@@ -74,7 +95,7 @@ async fn copy_back(store: &str, id: &str, dir: &Path) -> db::Crawled {
 /// Pages stored so far in the crawl `id` on one host (through the real key layout).
 fn stored_pages(server: &RedisServer, id: &str, host: &str) -> u64 {
     server
-        .cli(&["hlen", &format!("trawl:{{{id}/{host}}}:pages")])
+        .cli(&["hget", &format!("trawl:{{{id}/{host}}}:state"), "stored"])
         .trim()
         .parse()
         .unwrap_or(0)
@@ -297,6 +318,100 @@ async fn killed_processes_lose_nothing_and_store_nothing_twice() {
     );
 }
 
+/// The process collecting into `file` now, as the file records it.
+fn collector_pid(file: &Path) -> Option<u32> {
+    let conn =
+        rusqlite::Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .ok()?;
+    conn.query_row("SELECT running_pid FROM crawl", [], |r| {
+        r.get::<_, Option<u32>>(0)
+    })
+    .ok()
+    .flatten()
+}
+
+/// Wait until a process other than `not` collects into `file`; its pid.
+async fn new_collector(file: &Path, not: Option<u32>) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(pid) = collector_pid(file).filter(|p| Some(*p) != not) {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "no process took over collecting");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// SIGKILL the child whose pid is `pid`, removing it from `running`.
+async fn kill_pid(running: &mut Vec<Child>, pid: u32) {
+    let i = running
+        .iter()
+        .position(|c| c.id() == Some(pid))
+        .expect("the collector is one of the test's processes");
+    let mut child = running.swap_remove(i);
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_collectors_are_taken_over_and_every_result_arrives_once() {
+    let redis = RedisServer::start();
+    let server = SiteServer::start(site(29, 300, 8)).await;
+    let expected = server.expected();
+    let total = expected.fetched.len() as u64;
+    let (host, seed) = host_and_seed(&server);
+    let id = "collectors";
+    let file = results(&redis.url(), id);
+    let args = ["--concurrency", "3", "--lease", "1s"];
+    // Two processes given the results file (one collects, the other stands by) and one
+    // that only crawls.
+    let mut running = vec![crawler(
+        std::slice::from_ref(&seed),
+        &redis.url(),
+        id,
+        &args,
+    )];
+    let first = new_collector(&file, None).await;
+    running.push(crawler(&[], &redis.url(), id, &args));
+    running.push(crawler_only(&[], &redis.url(), id, &args));
+    // Kill the collector mid-crawl (SIGKILL: mid-transaction, maybe); the other takes over.
+    wait_stored(&redis, id, &host, total / 4).await;
+    kill_pid(&mut running, first).await;
+    let second = new_collector(&file, Some(first)).await;
+    // Kill that one too: the crawl ends with results still in Redis.
+    wait_stored(&redis, id, &host, total / 2).await;
+    kill_pid(&mut running, second).await;
+    for c in running {
+        finish(c).await;
+    }
+    // A process given the file collects what is left of the finished crawl.
+    let out = trawl()
+        .args(["crawl", "--store", &redis.url(), "--crawl-id", id, "--db"])
+        .arg(&file)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("its results are all in"), "{stdout}");
+    let stream = format!("trawl:{{{id}/{host}}}:out");
+    assert_eq!(
+        redis.cli(&["xlen", &stream]).trim(),
+        "0",
+        "Redis keeps no result"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let got = copy_back(&redis.url(), id, dir.path()).await;
+    assert_matches(&expected, &got, false);
+    assert!(got.finished);
+    assert!(got.duplicate_keys.is_empty(), "{:?}", got.duplicate_keys);
+    assert_eq!(got.integrity, "ok");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_restart_mid_crawl_pauses_the_processes_and_loses_nothing() {
     let mut redis = RedisServer::start();
@@ -341,7 +456,7 @@ async fn a_crawl_spreads_over_a_three_master_cluster() {
     for seed in 41..71 {
         let server = SiteServer::start(site(seed, 40, 5)).await;
         let (host, _) = host_and_seed(&server);
-        let port = owner(&cluster, &format!("trawl:{{clustered/{host}}}:pages"));
+        let port = owner(&cluster, &format!("trawl:{{clustered/{host}}}:seen"));
         if !owners.contains(&port) {
             owners.push(port);
             servers.push(server);
@@ -376,12 +491,16 @@ async fn a_crawl_spreads_over_a_three_master_cluster() {
         finish(c).await;
     }
     assert_copied(&cluster.url(), "clustered", &expected).await;
-    // Each site's pages are on the master its slot names, and so on three masters.
+    // Each site's pages were stored on the master its slot names, and so on three masters.
     for (server, port) in servers.iter().zip(&owners) {
         let (host, _) = host_and_seed(server);
-        let key = format!("trawl:{{clustered/{host}}}:pages");
+        let key = format!("trawl:{{clustered/{host}}}:state");
         let node = cluster.nodes.iter().find(|n| n.port == *port).unwrap();
-        let stored: u64 = node.cli(&["hlen", &key]).trim().parse().unwrap_or(0);
+        let stored: u64 = node
+            .cli(&["hget", &key, "stored"])
+            .trim()
+            .parse()
+            .unwrap_or(0);
         assert_eq!(
             stored as usize,
             server.expected().fetched.len(),

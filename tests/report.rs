@@ -319,7 +319,7 @@ async fn cli_prints_tables_csv_and_json(store: Backend) {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
             .current_dir(&c.dir)
             .arg("report")
-            .args(store.args("site"))
+            .args(store.read_args("site"))
             .args(args)
             .output()
             .unwrap();

@@ -91,7 +91,11 @@ async fn the_command_line_reports_an_unreachable_seed_and_exits_1(store: Backend
     let dead = closed_port_url();
     let with = |cmd: &[&str]| -> Vec<String> {
         let mut a: Vec<String> = cmd.iter().map(|s| s.to_string()).collect();
-        a.extend(store.args("cli"));
+        a.extend(if cmd[0] == "crawl" {
+            store.args("cli")
+        } else {
+            store.read_args("cli")
+        });
         a
     };
     let crawl = tokio::task::spawn_blocking({

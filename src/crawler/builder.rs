@@ -44,7 +44,9 @@ pub struct CrawlerBuilder {
 }
 
 impl CrawlerBuilder {
-    /// The SQLite file holding the crawl (created if missing).
+    /// The SQLite file holding the crawl (created if missing). With [`store`](Self::store),
+    /// the file this process collects the Redis crawl's results into: the crawl's one
+    /// results file (the first process given one names it; see `trawl crawl --help`).
     pub fn db(mut self, path: impl Into<PathBuf>) -> Self {
         self.db = Some(path.into());
         self

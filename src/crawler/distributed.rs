@@ -22,6 +22,7 @@ impl CrawlerBuilder {
     /// let crawl = trawl::Crawler::builder()
     ///     .store("redis://127.0.0.1:6379/0")
     ///     .crawl_id("example")
+    ///     .db("example.db") // this process collects the results into example.db
     ///     .seed("https://example.org/")
     ///     .build_distributed()
     ///     .await?;
@@ -40,6 +41,20 @@ impl CrawlerBuilder {
         let redis = Redis::connect(&url, cancel.clone()).await?;
         let keys = CrawlKeys::new(&id);
         let (stored, created) = join(&redis, &keys, &given).await?;
+        match &self.db {
+            Some(path) => {
+                redis_store::claim(&redis, &keys, path).await?;
+            }
+            None => {
+                if redis_store::ResultsFile::of(&redis, &keys).await?.is_none() {
+                    tracing::warn!(
+                        crawl_id = id,
+                        "no process collects this crawl's results yet: they wait in Redis \
+                         (a bounded buffer per host) until a process of the crawl runs with --db FILE"
+                    );
+                }
+            }
+        }
         let mut settled = settle(Some(&stored), &given.seeds, &given.layers)?;
         settled.config.warc = given.config.warc.clone();
         settled.config.metrics_addr = given.config.metrics_addr.clone();
@@ -61,6 +76,7 @@ impl CrawlerBuilder {
             redis,
             keys,
             created,
+            collect: self.db.clone(),
         };
         self.crawler(
             backend,

@@ -44,6 +44,8 @@ enum Backend {
         keys: CrawlKeys,
         /// This process created the crawl.
         created: bool,
+        /// The file this process collects the crawl's results into, if given one.
+        collect: Option<std::path::PathBuf>,
     },
 }
 
@@ -154,15 +156,33 @@ impl Crawler {
                 engine::run(Arc::new(store), run, shutdown).await
             }
             #[cfg(feature = "redis")]
-            Backend::Redis { redis, keys, .. } => {
+            Backend::Redis {
+                redis,
+                keys,
+                collect,
+                ..
+            } => {
                 let stats = self.progress.stats.clone();
-                let store = RedisStore::start(redis, keys, &self.config, rules, barrier, stats);
+                let store =
+                    RedisStore::start(redis, keys, &self.config, rules, barrier, stats, collect);
                 engine::run(Arc::new(store), run, shutdown).await
             }
         }
     }
 
     async fn already_finished(self) -> Result<Summary, Error> {
+        // A finished Redis crawl may still have results in Redis (its collector stopped
+        // before the end): a process given the file collects them.
+        #[cfg(feature = "redis")]
+        if let Backend::Redis {
+            redis,
+            keys,
+            collect: Some(path),
+            ..
+        } = &self.backend
+        {
+            crate::store::redis::collect_rest(redis.clone(), keys.clone(), path.clone()).await?;
+        }
         let known_urls = match &self.backend {
             Backend::Local(store) => store.count_urls()?,
             #[cfg(feature = "redis")]

@@ -56,6 +56,11 @@ impl Backend {
         self.dir.path().join(format!("{name}.db"))
     }
 
+    /// The file a Redis crawl `name` collects its results into.
+    fn results(&self, name: &str) -> PathBuf {
+        self.dir.path().join(format!("{name}-results.db"))
+    }
+
     /// The Redis server, for a Redis backend.
     pub fn redis(&self) -> &RedisServer {
         self.redis.as_ref().expect("a Redis backend")
@@ -65,7 +70,11 @@ impl Backend {
     pub fn builder(&self, name: &str) -> CrawlerBuilder {
         match &self.redis {
             None => Crawler::builder().db(self.file(name)),
-            Some(r) => Crawler::builder().store(r.url()).crawl_id(name),
+            // The crawl's process collects its results into a file of its own name.
+            Some(r) => Crawler::builder()
+                .store(r.url())
+                .crawl_id(name)
+                .db(self.results(name)),
         }
     }
 
@@ -91,12 +100,28 @@ impl Backend {
         .unwrap()
     }
 
-    /// The command-line flags naming the crawl `name` (`--db FILE`, or `--store URL
-    /// --crawl-id NAME`).
-    pub fn args(&self, name: &str) -> Vec<String> {
+    /// The flags a reading command (`status`, `report`, `export`) names the crawl `name`
+    /// with: `--db FILE`, or `--store URL --crawl-id NAME`.
+    pub fn read_args(&self, name: &str) -> Vec<String> {
         match &self.redis {
             None => vec!["--db".into(), self.file(name).display().to_string()],
             Some(r) => vec!["--store".into(), r.url(), "--crawl-id".into(), name.into()],
+        }
+    }
+
+    /// The flags `trawl crawl` names the crawl `name` with: `--db FILE`, or `--store URL
+    /// --crawl-id NAME --db RESULTS` (the process collects the results into RESULTS).
+    pub fn args(&self, name: &str) -> Vec<String> {
+        match &self.redis {
+            None => vec!["--db".into(), self.file(name).display().to_string()],
+            Some(r) => vec![
+                "--store".into(),
+                r.url(),
+                "--crawl-id".into(),
+                name.into(),
+                "--db".into(),
+                self.results(name).display().to_string(),
+            ],
         }
     }
 
@@ -124,7 +149,7 @@ impl Backend {
         match &self.redis {
             None => super::run::fetched(&self.file(name)),
             Some(r) => r
-                .cli(&["hlen", &format!("trawl:{{{name}/{host}}}:pages")])
+                .cli(&["hget", &format!("trawl:{{{name}/{host}}}:state"), "stored"])
                 .trim()
                 .parse()
                 .unwrap_or(0),

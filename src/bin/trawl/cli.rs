@@ -35,7 +35,9 @@ fetched, or with --fail-on-errors finished with URLs that failed or answered 4xx
 130 interrupted (resumable).")]
     // The crawl writes where the reading commands read: the same flags, their own words.
     #[command(mut_arg("db", |a| a.help(
-        "The crawl's SQLite file: created with the crawl, resumed when it holds an unfinished one"
+        "The crawl's SQLite file: created with the crawl, resumed when it holds an unfinished one. \
+         With --store: the file this process collects the Redis crawl's results into (the \
+         crawl's one results file; processes on its machine given the same --db take turns)"
     )))]
     #[command(mut_arg("store", |a| a.help(
         "Crawl in Redis instead, shared with every process given the same --store and \
@@ -329,15 +331,11 @@ pub enum LogFormat {
 #[derive(Debug, Args)]
 pub struct Source {
     /// The crawl's SQLite file (read only; a crawl may be running).
-    #[arg(
-        long,
-        value_name = "FILE",
-        required_unless_present = "store",
-        conflicts_with = "store"
-    )]
+    #[arg(long, value_name = "FILE", required_unless_present = "store")]
     pub db: Option<PathBuf>,
     /// A Redis crawl instead (finished or running): redis://HOST:PORT/DB or
-    /// redis+cluster://HOST:PORT[,...]. It is read into a temporary SQLite copy first.
+    /// redis+cluster://HOST:PORT[,...]. Its results file is read, on the machine that
+    /// collects it.
     #[arg(long, value_name = "URL", requires = "crawl_id")]
     pub store: Option<String>,
     /// The Redis crawl's name.

@@ -46,6 +46,18 @@ pub(crate) fn crawl(args: CrawlArgs) -> ExitCode {
             None => return ExitCode::from(INTERRUPTED),
         };
         if crawler.is_finished() {
+            if let (Some(id), Some(db)) = (crawler.crawl_id(), &args.source.db) {
+                // Results its collector had not written yet are collected now.
+                let id = id.to_owned();
+                if let Err(e) = crawler.run(std::future::pending()).await {
+                    return fail(FAILED, e);
+                }
+                println!(
+                    "crawl {id:?} is finished; its results are all in {} (trawl export --db reads it)",
+                    db.display()
+                );
+                return finished_exit(&args).await;
+            }
             match crawler.crawl_id() {
                 Some(id) => println!(
                     "crawl {id:?} is finished; nothing to do (trawl export --store ... --crawl-id {id} reads it)"
@@ -82,7 +94,11 @@ pub(crate) async fn build(args: &CrawlArgs) -> Option<Result<Crawler, trawl::Err
         .layers
         .apply(Crawler::builder().seeds(args.seeds.iter().cloned()));
     match (&args.source.store, &args.source.db) {
-        (Some(store), _) => {
+        (Some(store), db) => {
+            let builder = match db {
+                Some(db) => builder.db(db.clone()),
+                None => builder,
+            };
             let build = builder
                 .store(store.clone())
                 .crawl_id(args.source.crawl_id.clone().unwrap_or_default())

@@ -8,6 +8,9 @@ use crate::exit::{fail, with_causes, BAD_INPUT, FAILED, SUCCESS};
 use crate::status_view;
 
 pub(crate) fn status(args: StatusArgs) -> ExitCode {
+    if let Err(e) = crate::source::only_one(&args.source) {
+        return fail(BAD_INPUT, e);
+    }
     if let (Some(store), Some(id)) = (&args.source.store, &args.source.crawl_id) {
         return redis_status(store, id, args.format);
     }

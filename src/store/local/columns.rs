@@ -103,12 +103,6 @@ pub fn names_of(table: &str) -> String {
         .join(", ")
 }
 
-/// `c1, c2, ...` for an `INSERT` (the copy of a Redis crawl).
-#[cfg_attr(not(feature = "redis"), allow(dead_code))]
-pub fn names() -> String {
-    names_of("")
-}
-
 /// The writer's statement for a fetched page: ?1 its id, ?2 its state, ?3 its depth (kept
 /// when it was found along a shorter path since), then the result's columns.
 pub static UPDATE_PAGE: LazyLock<String> = LazyLock::new(|| {
@@ -132,7 +126,7 @@ mod tests {
         let mut st = conn
             .prepare(&format!(
                 "INSERT INTO t ({}) VALUES ({})",
-                names(),
+                names_of(""),
                 marks.join(", ")
             ))
             .unwrap();
@@ -151,7 +145,7 @@ mod tests {
             .unwrap();
         assert_eq!((status, title.as_str(), attempts), (200, "t", 2));
         let back = conn
-            .query_row(&format!("SELECT {} FROM t", names()), [], |row| {
+            .query_row(&format!("SELECT {} FROM t", names_of("")), [], |row| {
                 read(row, 0, 0, false)
             })
             .unwrap();

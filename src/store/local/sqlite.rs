@@ -27,6 +27,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0002_politeness.sql"),
     include_str!("../../../migrations/0003_anchor.sql"),
     include_str!("../../../migrations/0004_last_modified.sql"),
+    include_str!("../../../migrations/0005_collected.sql"),
 ];
 
 /// How a store is opened.
@@ -166,6 +167,12 @@ impl SqliteStore {
     /// The connection, for readers (export, report).
     pub fn conn(&self) -> &Connection {
         &self.conn
+    }
+
+    /// The connection to write through, for a Redis crawl's collector.
+    #[cfg(feature = "redis")]
+    pub(crate) fn conn_mut(&mut self) -> &mut Connection {
+        &mut self.conn
     }
 
     pub(super) fn err(&self, e: rusqlite::Error) -> StoreError {
@@ -490,20 +497,34 @@ fn take_lock(path: &Path) -> Result<File, StoreError> {
                 source,
             },
         })?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let pid = running_pid(path)
-                .map(|p| format!(" (pid {p})"))
-                .unwrap_or_default();
-            Err(StoreError::Locked { path: shown, pid })
+    // Held with no crawler recorded: a process is opening or closing the file, or one that
+    // just closed it shares the lock a moment longer with a child it is starting (between
+    // fork and exec the child holds every descriptor). Worth a short wait.
+    let deadline = std::time::Instant::now() + LOCK_PATIENCE;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let pid = running_pid(path);
+                if pid.is_none() && std::time::Instant::now() < deadline {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    continue;
+                }
+                let pid = pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
+                return Err(StoreError::Locked { path: shown, pid });
+            }
+            Err(std::fs::TryLockError::Error(source)) => {
+                return Err(StoreError::Open {
+                    path: shown,
+                    source,
+                })
+            }
         }
-        Err(std::fs::TryLockError::Error(source)) => Err(StoreError::Open {
-            path: shown,
-            source,
-        }),
     }
 }
+
+/// How long a lock held with no crawler recorded is waited for.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
 
 fn running_pid(path: &Path) -> Option<i64> {
     let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).ok()?;

@@ -199,7 +199,16 @@ fn apply(
 }
 
 fn write_pending(tx: &Transaction<'_>, pending: &Pending) -> rusqlite::Result<()> {
-    let Some(PendingRows {
+    match pending.take() {
+        Some(rows) => write_rows(tx, &rows),
+        None => Ok(()),
+    }
+}
+
+/// Write admitted rows: new hosts and URLs, then what changed about known ones. Also how a
+/// Redis crawl's collector writes what its results streams carry (`store::redis::collect`).
+pub(crate) fn write_rows(tx: &Transaction<'_>, rows: &PendingRows) -> rusqlite::Result<()> {
+    let PendingRows {
         hosts,
         urls,
         spills,
@@ -207,41 +216,38 @@ fn write_pending(tx: &Transaction<'_>, pending: &Pending) -> rusqlite::Result<()
         requeues,
         pauses,
         skips,
-    }) = pending.take()
-    else {
-        return Ok(());
-    };
+    } = rows;
     execute_each(
         tx,
         "INSERT INTO hosts (id, name) VALUES (?1, ?2)",
-        &hosts,
+        hosts,
         |st, h| st.execute(params![h.id, h.name]),
     )?;
-    insert_urls(tx, &urls)?;
-    insert_spills(tx, &spills)?;
+    insert_urls(tx, urls)?;
+    insert_spills(tx, spills)?;
     // After the inserts: these rows may have been pushed in the same take.
     execute_each(
         tx,
         "UPDATE urls SET depth = ?2 WHERE id = ?1 AND depth > ?2",
-        &depths,
+        depths,
         |st, (id, depth)| st.execute(params![*id as i64, depth]),
     )?;
     execute_each(
         tx,
         "UPDATE urls SET state = 0, skip_reason = NULL, depth = ?2 WHERE id = ?1 AND state = 3",
-        &requeues,
+        requeues,
         |st, (id, depth)| st.execute(params![*id as i64, depth]),
     )?;
     execute_each(
         tx,
         "UPDATE hosts SET paused_until = max(coalesce(paused_until, 0), ?2) WHERE id = ?1",
-        &pauses,
+        pauses,
         |st, (host, until)| st.execute(params![host, until]),
     )?;
     execute_each(
         tx,
         "UPDATE urls SET state = 3, skip_reason = ?2 WHERE id = ?1 AND state = 0",
-        &skips,
+        skips,
         |st, (id, reason)| st.execute(params![*id as i64, reason.as_str()]),
     )
 }
@@ -303,7 +309,8 @@ fn insert_spills(tx: &Transaction<'_>, spills: &[(HostId, UrlId)]) -> rusqlite::
     )
 }
 
-fn write_page(tx: &Transaction<'_>, page: &PageRecord) -> rusqlite::Result<()> {
+/// Write a fetched page's result and edges (its row exists already).
+pub(crate) fn write_page(tx: &Transaction<'_>, page: &PageRecord) -> rusqlite::Result<()> {
     let rec = &page.result;
     let state = if rec.failed {
         UrlState::Failed

@@ -55,6 +55,32 @@ pub enum DistError {
     /// The copy's target exists.
     #[error("{0} already exists; give a new file to copy the crawl into (or remove it)")]
     TargetExists(String),
+    /// This process was given a results file other than the crawl's.
+    #[error("crawl {id:?} collects its results into {path} on {machine} (the --db of the first process that gave one); give that --db on that machine, or no --db")]
+    OtherResults {
+        /// The crawl id.
+        id: String,
+        /// Where the crawl's results go.
+        path: String,
+        /// The machine holding that file.
+        machine: String,
+    },
+    /// The crawl's results are in a file this process cannot read.
+    #[error("crawl {id:?} collects its results into {path} on {machine}; read it there (trawl export --db {path}), or with --store from that machine")]
+    ResultsElsewhere {
+        /// The crawl id.
+        id: String,
+        /// Where the crawl's results go.
+        path: String,
+        /// The machine holding that file.
+        machine: String,
+    },
+    /// No process ever collected the crawl's results.
+    #[error("no process collects the results of crawl {id:?} yet: run one of its processes with --db FILE (trawl crawl --store ... --crawl-id {id} --db FILE) and read that file")]
+    NoResults {
+        /// The crawl id.
+        id: String,
+    },
 }
 
 impl DistError {
@@ -65,13 +91,16 @@ impl DistError {
             | DistError::BadCrawlId { .. }
             | DistError::NoCrawlId
             | DistError::NoSeeds { .. }
-            | DistError::TargetExists(_) => true,
+            | DistError::TargetExists(_)
+            | DistError::OtherResults { .. } => true,
             DistError::Store(e) => e.is_usage(),
             DistError::Redis(_)
             | DistError::Unreachable(_)
             | DistError::Corrupt { .. }
             | DistError::Warc(_)
-            | DistError::Internal(_) => false,
+            | DistError::Internal(_)
+            | DistError::ResultsElsewhere { .. }
+            | DistError::NoResults { .. } => false,
         }
     }
 }

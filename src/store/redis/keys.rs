@@ -29,7 +29,8 @@ pub fn check_crawl_id(id: &str) -> Result<(), String> {
 #[derive(Debug, Clone)]
 pub struct CrawlKeys {
     id: String,
-    /// Hash: seeds, config, version, started and finished times.
+    /// Hash: seeds, config, version, started and finished times, and where the results
+    /// are collected (`results`: the collector's machine and SQLite file).
     pub meta: String,
     /// Set: every host that has keys (`HostKeys`).
     pub hosts: String,
@@ -43,6 +44,9 @@ pub struct CrawlKeys {
     pub admitted: String,
     /// Hash: process id → its last heartbeat (JSON), for `trawl status`.
     pub processes: String,
+    /// Set: hosts whose results stream was written to since the collector last looked
+    /// (it reads every stream now and then too, so a mark lost with a process is no loss).
+    pub unread: String,
 }
 
 impl CrawlKeys {
@@ -57,6 +61,7 @@ impl CrawlKeys {
             generation: format!("{p}gen"),
             admitted: format!("{p}admitted"),
             processes: format!("{p}procs"),
+            unread: format!("{p}unread"),
         }
     }
 
@@ -70,43 +75,43 @@ impl CrawlKeys {
         let p = format!("trawl:{{{}/{host}}}:", self.id);
         HostKeys {
             seen: format!("{p}seen"),
-            skip: format!("{p}skip"),
             queue: format!("{p}q"),
             leases: format!("{p}lease"),
             retries: format!("{p}retry"),
             tries: format!("{p}tries"),
             state: format!("{p}state"),
-            pages: format!("{p}pages"),
-            edges: format!("{p}edges"),
+            out: format!("{p}out"),
             variants: format!("{p}variants"),
         }
     }
 }
 
 /// One host's keys: all in one cluster slot.
+///
+/// URLs are named by their key hash (`url_norm::key_hash`, 32 hex digits) wherever the text
+/// is not needed: the URL text lives only in the queue (to be fetched) and in the results
+/// stream (on its way to the SQLite file).
 #[derive(Debug, Clone)]
 pub struct HostKeys {
-    /// Hash: canonical key → the URL's admission record (JSON). `HSETNX` here decides
-    /// which process owns a URL.
+    /// Hash: key hash → `DEPTH` and a state letter (see `scripts`). `HSETNX`-like here
+    /// decides which process owns a URL.
     pub seen: String,
-    /// Hash: canonical key → skip reason, for URLs never to be fetched.
-    pub skip: String,
-    /// List: canonical keys waiting, oldest first.
+    /// List: queue elements (key hash then the job's JSON, see `queue::Element`), oldest
+    /// first.
     pub queue: String,
-    /// Sorted set: leased keys scored by lease expiry (Unix ms, Redis clock).
+    /// Sorted set: leased queue elements scored by lease expiry (Unix ms, Redis clock).
     pub leases: String,
-    /// Sorted set: keys waiting to be tried again, scored by when.
+    /// Sorted set: queue elements waiting to be tried again, scored by when.
     pub retries: String,
-    /// Hash: canonical key → attempts made so far.
+    /// Hash: key hash → attempts made so far.
     pub tries: String,
-    /// Hash: `next_at`, `paused_until` (Unix ms), `admitted` (for `max-pages-per-host`).
+    /// Hash: `next_at`, `paused_until` (Unix ms), `admitted` (for `max-pages-per-host`),
+    /// `stored` and `skipped` (counts for `trawl status`).
     pub state: String,
-    /// Hash: canonical key → the page's result (JSON), written once.
-    pub pages: String,
-    /// List: one JSON element per stored page: its outlinks.
-    pub edges: String,
-    /// Hash: a URL without its query → URLs with a query admitted for fetching (for
-    /// `max-query-variants`, see `traps::query_group`).
+    /// Stream: the host's results on their way to the SQLite file (see `collect`).
+    pub out: String,
+    /// Hash: the hash of a URL without its query → URLs with a query admitted for fetching
+    /// (for `max-query-variants`, see `traps::query_group`).
     pub variants: String,
 }
 

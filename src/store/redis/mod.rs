@@ -1,20 +1,21 @@
 //! The Redis store: many trawl processes, on as many machines, share one crawl through
 //! Redis (one server or a cluster).
 //!
-//! What lives in Redis, under keys prefixed by the crawl id (`keys`): the frontier (one
-//! queue per host), the visited set (a per-host hash where `HSETNX` decides which process
-//! owns a URL), per-host politeness (leases count against the per-host limit; the next
-//! allowed time and 429/503 pauses are shared), leases with expiry, and the pages and
-//! their outlinks. Each step on a host is one Lua script (`scripts`) on keys in one
-//! cluster slot. A process leases URLs, renews the leases while it fetches (`process`),
-//! and completes them with the page's result; when it dies, its leases expire and another
-//! process takes them. Pages are stored with `HSETNX`: a page is stored once however many
-//! processes fetched it.
+//! What lives in Redis, under keys prefixed by the crawl id (`keys`), is coordination
+//! only: the frontier (one queue per host), the visited set (a per-host hash from each
+//! URL's key hash to its depth and state, where the first write decides which process owns
+//! a URL), per-host politeness (leases count against the per-host limit; the next allowed
+//! time and 429/503 pauses are shared), leases with expiry, and counters. Each step on a
+//! host is one Lua script (`scripts`) on keys in one cluster slot. A process leases URLs,
+//! renews the leases while it fetches (`process`), and completes them with the page's
+//! result; when it dies, its leases expire and another process takes them.
 //!
-//! Everything above the seam is the local crawl's: the worker, the dispatcher, host
-//! preparation, the admission rules. `copy` turns a Redis crawl into a SQLite file, which
-//! is how `trawl export` and `trawl report` read one.
+//! Results (every URL's row, every page and its outlinks) pass through a bounded stream per
+//! host to the crawl's SQLite file, written by the one process that collects (`collect`);
+//! `copy` and the readers read that file. Everything above the seam is the local crawl's:
+//! the worker, the dispatcher, host preparation, the admission rules.
 
+mod collect;
 mod conn;
 pub mod copy;
 mod error;
@@ -28,6 +29,7 @@ mod store;
 
 use std::time::Duration;
 
+pub(crate) use collect::{claim, rest as collect_rest, ResultsFile};
 pub(crate) use conn::Redis;
 pub use conn::StoreUrl;
 pub use error::DistError;

@@ -23,6 +23,7 @@ pub struct Process {
     id: String,
     renewer: tokio::task::JoinHandle<()>,
     heart: tokio::task::JoinHandle<()>,
+    marker: tokio::task::JoinHandle<()>,
     stats: Arc<Stats>,
 }
 
@@ -49,6 +50,7 @@ impl Process {
         );
         Process {
             renewer: tokio::spawn(renew(queue.clone(), held.clone(), lease)),
+            marker: tokio::spawn(mark_unread(queue.clone())),
             heart: tokio::spawn(heartbeat(
                 redis.clone(),
                 keys.clone(),
@@ -68,6 +70,10 @@ impl Process {
     pub async fn stop(&self, queue: &Queue, held: &DashMap<String, String>) {
         self.renewer.abort();
         self.heart.abort();
+        self.marker.abort();
+        if let Err(e) = queue.flush_unread().await {
+            tracing::debug!("could not mark the streams written to ({e}); the collector reads every stream now and then");
+        }
         let mut left: HashMap<String, Vec<String>> = HashMap::new();
         for e in held.iter() {
             left.entry(e.value().clone())
@@ -126,6 +132,20 @@ async fn renew(queue: Arc<Queue>, held: Arc<DashMap<String, String>>, lease: Dur
     }
 }
 
+/// How often the collector is told which results streams this process wrote to.
+const MARK_EVERY: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Tell the collector, every few milliseconds, which results streams this process wrote
+/// to (one `SADD` for many results).
+async fn mark_unread(queue: Arc<Queue>) {
+    loop {
+        tokio::time::sleep(MARK_EVERY).await;
+        if let Err(e) = queue.flush_unread().await {
+            tracing::warn!("marking the results streams failed: {e}");
+        }
+    }
+}
+
 /// Write this process's heartbeat for `trawl status`.
 async fn heartbeat(
     redis: Redis,
@@ -154,7 +174,7 @@ async fn heartbeat(
     }
 }
 
-fn hostname() -> String {
+pub(super) fn hostname() -> String {
     std::fs::read_to_string("/etc/hostname")
         .map(|s| s.trim().to_owned())
         .ok()

@@ -12,22 +12,21 @@ use super::keys::CrawlKeys;
 use super::scripts;
 use super::DistError;
 use crate::result::PageResult;
-use crate::traps::query_group;
+use crate::url_norm::key_hash;
 
-/// What is recorded when a URL is admitted (the `seen` hash's value).
+/// A URL in a host's queue: what a process needs to fetch it. The queue element is its key
+/// hash (32 hex digits, so the scripts find its `seen` entry without parsing JSON) followed
+/// by this as JSON.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Admission {
+pub struct Queued {
+    /// Canonical key.
+    #[serde(rename = "k")]
+    pub key: String,
     /// The URL to fetch, when it differs from the canonical key.
     #[serde(rename = "u", default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
-    /// Click depth.
-    #[serde(rename = "d")]
-    pub depth: u32,
-    /// Canonical key of the first page linking here.
-    #[serde(rename = "r", default, skip_serializing_if = "Option::is_none")]
-    pub referrer: Option<String>,
     /// For a redirect target: the key hashes of the chain that led here, for loop
-    /// detection (hexadecimal: the scripts decode this JSON, and Lua numbers are doubles).
+    /// detection (hexadecimal: Lua numbers are doubles).
     #[serde(
         rename = "c",
         default,
@@ -35,6 +34,46 @@ pub struct Admission {
         with = "hex_hashes"
     )]
     pub chain: Vec<u128>,
+}
+
+impl Queued {
+    /// The queue element: `hash` then the JSON.
+    pub fn element(&self, hash: &str) -> String {
+        let json = serde_json::to_string(self).expect("serialising a queued URL");
+        format!("{hash}{json}")
+    }
+
+    /// Read a queue element back.
+    pub fn parse(element: &str) -> Result<Queued, DistError> {
+        let json = element.get(HASH_LEN..).unwrap_or_default();
+        serde_json::from_str(json).map_err(|e| DistError::Corrupt {
+            what: format!("the queue element {element:?}"),
+            detail: e.to_string(),
+        })
+    }
+}
+
+/// Hex digits of a key hash.
+const HASH_LEN: usize = 32;
+
+/// A key's hash as the Redis keys name it.
+pub fn hash_hex(key: &str) -> String {
+    format!("{:032x}", key_hash(key))
+}
+
+/// A newly known URL's row as the results stream carries it (depth and skip reason travel
+/// beside it, decided by the admission script).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Row {
+    /// Canonical key.
+    #[serde(rename = "k")]
+    pub key: String,
+    /// The URL, when it differs from the key.
+    #[serde(rename = "u", default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Canonical key of the first page linking here.
+    #[serde(rename = "r", default, skip_serializing_if = "Option::is_none")]
+    pub referrer: Option<String>,
 }
 
 /// `Vec<u128>` as hexadecimal strings.
@@ -56,14 +95,20 @@ mod hex_hashes {
 /// A URL to admit, as the admission script takes it.
 #[derive(Debug, Clone)]
 pub struct Admit {
-    /// Canonical key.
-    pub key: String,
-    /// What to record.
-    pub admission: Admission,
+    /// Its key hash (hex).
+    pub hash: String,
+    /// Its queue element.
+    pub element: String,
+    /// Its row JSON for the results stream.
+    pub row: String,
+    /// Click depth where it was found.
+    pub depth: u32,
     /// Why it will not be fetched, if so (as judged where it was found now).
     pub skip: Option<&'static str>,
     /// Found by a link that is followed (not on a `nofollow` page).
     pub follow: bool,
+    /// The hash of its query group (`traps::query_group`), if it has a query.
+    pub group: Option<String>,
 }
 
 /// What admitting a batch did.
@@ -88,10 +133,14 @@ impl Admitted {
 pub struct Lease {
     /// `host[:port]`.
     pub host: String,
-    /// Canonical key.
-    pub key: String,
-    /// Its admission record.
-    pub admission: Admission,
+    /// Its queue element, as leased (the member of the leases set).
+    pub element: String,
+    /// Its key hash (hex).
+    pub hash: String,
+    /// What to fetch.
+    pub queued: Queued,
+    /// Click depth now.
+    pub depth: u32,
     /// Attempts made before this one.
     pub tries: u32,
 }
@@ -107,19 +156,13 @@ pub struct Taken {
     pub leases: Vec<Lease>,
 }
 
-/// One outlink as stored: target key, kind code, nofollow, anchor text.
+/// One outlink as the results stream carries it: target key, kind code, nofollow, anchor
+/// text.
 pub type StoredEdge = (String, i64, bool, Option<String>);
 
-/// A stored page's outlinks (one element of the `edges` list).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct StoredEdges {
-    /// The page's canonical key.
-    #[serde(rename = "s")]
-    pub src: String,
-    /// (target key, kind code, nofollow, anchor text) in document order.
-    #[serde(rename = "e")]
-    pub edges: Vec<StoredEdge>,
-}
+/// Entries a host's results stream may hold before a completing process waits for the
+/// collector: the fixed buffer of results in transit.
+pub const RESULTS_IN_TRANSIT: usize = 1000;
 
 /// Limits the admission scripts enforce.
 #[derive(Debug, Clone, Copy)]
@@ -144,6 +187,8 @@ pub struct Queue {
     registered: Mutex<HashSet<String>>,
     /// Hosts this process has already added to the `active` set.
     activated: Mutex<HashSet<String>>,
+    /// Hosts whose results stream this process wrote to, for the `unread` set.
+    unread: Mutex<HashSet<String>>,
 }
 
 impl Queue {
@@ -155,7 +200,32 @@ impl Queue {
             budget,
             registered: Mutex::new(HashSet::new()),
             activated: Mutex::new(HashSet::new()),
+            unread: Mutex::new(HashSet::new()),
         }
+    }
+
+    /// Note that `host`'s results stream was written to.
+    fn wrote(&self, host: &str) {
+        let mut u = self.unread.lock().unwrap_or_else(|p| p.into_inner());
+        if !u.contains(host) {
+            u.insert(host.to_owned());
+        }
+    }
+
+    /// Tell the collector which streams this process wrote to since the last call.
+    pub async fn flush_unread(&self) -> Result<(), DistError> {
+        let hosts: Vec<String> = {
+            let mut u = self.unread.lock().unwrap_or_else(|p| p.into_inner());
+            u.drain().collect()
+        };
+        if hosts.is_empty() {
+            return Ok(());
+        }
+        let _: i64 = self
+            .redis
+            .cmd(redis::cmd("SADD").arg(&self.keys.unread).arg(&hosts))
+            .await?;
+        Ok(())
     }
 
     /// Admit URLs of one host (`front`: ahead of its queue, for redirect targets). A URL
@@ -181,11 +251,7 @@ impl Queue {
         }
         let k = self.keys.host(host);
         let allow = self.reserve(fetchable).await?;
-        let records: Vec<String> = urls
-            .iter()
-            .map(|u| serde_json::to_string(&u.admission).expect("serialising an admission"))
-            .collect();
-        let depths: Vec<String> = urls.iter().map(|u| u.admission.depth.to_string()).collect();
+        let depths: Vec<String> = urls.iter().map(|u| u.depth.to_string()).collect();
         let head = [
             self.budget.max_pages_per_host.to_string(),
             allow.to_string(),
@@ -194,24 +260,26 @@ impl Queue {
             self.budget.max_query_variants.to_string(),
         ];
         let mut args: Vec<&str> = head.iter().map(String::as_str).collect();
-        for ((u, rec), depth) in urls.iter().zip(&records).zip(&depths) {
+        for (u, depth) in urls.iter().zip(&depths) {
             args.extend([
-                u.key.as_str(),
-                rec,
+                u.hash.as_str(),
+                &u.element,
+                &u.row,
                 u.skip.unwrap_or(""),
                 depth,
                 if u.follow { "1" } else { "0" },
-                query_group(&u.key).unwrap_or(""),
+                u.group.as_deref().unwrap_or(""),
             ]);
         }
         let (queued, flags): (i64, Vec<i64>) = self
             .redis
             .script(
                 &scripts::ADMIT,
-                &[&k.seen, &k.skip, &k.queue, &k.state, &k.variants],
+                &[&k.seen, &k.queue, &k.state, &k.variants, &k.out],
                 &args,
             )
             .await?;
+        self.wrote(host);
         if allow >= 0 && queued < fetchable {
             let unused = fetchable - queued;
             let _: i64 = self
@@ -305,15 +373,14 @@ impl Queue {
         let wait = it.next().and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
         let reclaimed = it.next().and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
         let mut leases = Vec::new();
-        while let (Some(key), Some(rec), Some(tries)) = (it.next(), it.next(), it.next()) {
-            let admission = serde_json::from_str(&rec).map_err(|e| DistError::Corrupt {
-                what: format!("the admission record of {key}"),
-                detail: e.to_string(),
-            })?;
+        while let (Some(element), Some(depth), Some(tries)) = (it.next(), it.next(), it.next()) {
+            let queued = Queued::parse(&element)?;
             leases.push(Lease {
                 host: host.to_owned(),
-                key,
-                admission,
+                hash: element.get(..HASH_LEN).unwrap_or_default().to_owned(),
+                element,
+                queued,
+                depth: depth.parse().unwrap_or(0),
                 tries: tries.parse().unwrap_or(0),
             });
         }
@@ -324,28 +391,59 @@ impl Queue {
         })
     }
 
-    /// Store a page's result and outlinks and end its lease; true when this call stored
-    /// it (false: another process had).
+    /// Send a page's result and outlinks to the results stream and end its lease; true
+    /// when this call stored it (false: another process had). While the stream is full
+    /// (no collector keeps up, or none runs), waits and tries again.
     pub async fn complete(
         &self,
         lease: &Lease,
         page: &PageResult,
-        edges: Option<&StoredEdges>,
+        edges: &[StoredEdge],
     ) -> Result<bool, DistError> {
         let k = self.keys.host(&lease.host);
         let page = serde_json::to_string(page).expect("serialising a page");
-        let edges = edges
-            .map(|e| serde_json::to_string(e).expect("serialising edges"))
-            .unwrap_or_default();
-        let stored: i64 = self
-            .redis
-            .script(
-                &scripts::COMPLETE,
-                &[&k.pages, &k.edges, &k.leases, &k.tries],
-                &[&lease.key, &page, &edges],
-            )
-            .await?;
-        Ok(stored == 1)
+        let edges = if edges.is_empty() {
+            String::new()
+        } else {
+            serde_json::to_string(edges).expect("serialising edges")
+        };
+        let cap = RESULTS_IN_TRANSIT.to_string();
+        let mut waited = false;
+        loop {
+            let stored: i64 = self
+                .redis
+                .script(
+                    &scripts::COMPLETE,
+                    &[&k.seen, &k.out, &k.leases, &k.tries, &k.state],
+                    &[
+                        &lease.hash,
+                        &lease.element,
+                        &lease.queued.key,
+                        &page,
+                        &edges,
+                        &cap,
+                    ],
+                )
+                .await?;
+            if stored >= 0 {
+                self.wrote(&lease.host);
+                return Ok(stored == 1);
+            }
+            if !waited {
+                tracing::warn!(
+                    host = lease.host,
+                    "{RESULTS_IN_TRANSIT} results of this host wait in Redis for the collector; \
+                     waiting (a process of this crawl given --db FILE collects them)"
+                );
+                waited = true;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+                _ = self.redis.cancel().cancelled() => {
+                    return Err(DistError::Unreachable("stopped while waiting for the collector".into()))
+                }
+            }
+        }
     }
 
     /// Record `lease` as not fetched, for `reason`, and end the lease.
@@ -355,10 +453,11 @@ impl Queue {
             .redis
             .script(
                 &scripts::SKIP,
-                &[&k.leases, &k.skip, &k.tries, &k.pages],
-                &[&lease.key, reason],
+                &[&k.seen, &k.out, &k.leases, &k.tries, &k.state],
+                &[&lease.hash, &lease.element, &lease.queued.key, reason],
             )
             .await?;
+        self.wrote(&lease.host);
         Ok(())
     }
 
@@ -416,9 +515,10 @@ impl Queue {
             .redis
             .script(
                 &scripts::RETRY,
-                &[&k.leases, &k.retries, &k.tries, &k.pages],
+                &[&k.seen, &k.leases, &k.retries, &k.tries],
                 &[
-                    &lease.key,
+                    &lease.hash,
+                    &lease.element,
                     &(delay.as_millis() as u64).to_string(),
                     &(lease.tries + 1).to_string(),
                 ],
@@ -427,16 +527,16 @@ impl Queue {
         Ok(())
     }
 
-    /// Give leases back unfetched.
-    pub async fn release(&self, host: &str, keys: &[String]) -> Result<(), DistError> {
-        if keys.is_empty() {
+    /// Give leases back unfetched (by their queue elements).
+    pub async fn release(&self, host: &str, elements: &[String]) -> Result<(), DistError> {
+        if elements.is_empty() {
             return Ok(());
         }
         let k = self.keys.host(host);
-        let args: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let args: Vec<&str> = elements.iter().map(String::as_str).collect();
         let _: i64 = self
             .redis
-            .script(&scripts::RELEASE, &[&k.leases, &k.queue, &k.pages], &args)
+            .script(&scripts::RELEASE, &[&k.leases, &k.queue, &k.seen], &args)
             .await?;
         Ok(())
     }
@@ -489,10 +589,11 @@ impl Queue {
             .redis
             .script(
                 &scripts::NOT_BEFORE,
-                &[&k.state],
+                &[&k.state, &k.out],
                 &[field, &(wait.as_millis() as u64).to_string()],
             )
             .await?;
+        self.wrote(host);
         Ok(())
     }
 

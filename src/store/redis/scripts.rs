@@ -13,17 +13,23 @@ const NOW: &str = "local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 ";
 
-/// Admit URLs of one host. KEYS: seen, skip, queue, state, variants. ARGV:
+/// Admit URLs of one host. KEYS: seen, queue, state, variants, out. ARGV:
 /// max-pages-per-host (0: none), how many more may be queued for `max-pages` (-1: no
 /// limit), `front` or `back`, max-depth (0: none), max-query-variants (0: none), then per
-/// URL: key, admission JSON, skip reason as judged where it was found (empty to queue it),
-/// the depth it was found at, 1 if found by a followed link, its query group (empty for a
-/// URL without a query).
+/// URL: key hash, queue element, row JSON (for the results stream), skip reason as judged
+/// where it was found (empty to queue it), the depth it was found at, 1 if found by a
+/// followed link, the hash of its query group (empty for a URL without a query).
 ///
-/// `HSETNX` on `seen` is the one place a URL becomes known: exactly one process admits
-/// it. A known URL found again keeps the shorter depth; held back as too deep (`max-depth`)
-/// or as only linked from `nofollow` pages, it is queued when a shorter path brings it
-/// within `max-depth` or a followed link turns up: the rules of the local visited set.
+/// A URL's `seen` value is its depth and a letter: `q` to fetch (queued, leased or waiting
+/// to retry), `x` finished (stored, or skipped for good), `D` held back as too deep, `N`
+/// held back as linked only from `nofollow` pages, `M` a sitemap document (stored when
+/// read). Its first `seen` value is the one place a URL becomes known: exactly one process
+/// admits it. A known URL found again keeps the shorter depth; held back, it is queued
+/// when a shorter path brings it within `max-depth` or a followed link turns up: the rules
+/// of the local visited set.
+///
+/// What changed goes to the results stream as one entry of lines `CODE \t SKIP \t DEPTH \t
+/// ROW`: `n` a new URL, `d` a shorter depth, `q` queued after being held back.
 /// Returns {queued, per URL: 1 new, 2 queued after being held back, 0 otherwise}.
 pub static ADMIT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
@@ -32,14 +38,15 @@ local allow = tonumber(ARGV[2])
 local front = ARGV[3] == 'front'
 local max_depth = tonumber(ARGV[4])
 local max_variants = tonumber(ARGV[5])
-local queued = 0
-local flags = {}
+local letter = {[''] = 'q', ['max-depth'] = 'D', ['nofollow'] = 'N', ['sitemap'] = 'M'}
+local queued, skipped = 0, 0
+local flags, lines = {}, {}
 local function budget(skip, group)
   if skip == '' and max_variants > 0 and group ~= ''
-     and redis.call('HINCRBY', KEYS[5], group, 1) > max_variants then
+     and redis.call('HINCRBY', KEYS[4], group, 1) > max_variants then
     skip = 'max-query-variants'
   end
-  if skip == '' and per_host > 0 and redis.call('HINCRBY', KEYS[4], 'admitted', 1) > per_host then
+  if skip == '' and per_host > 0 and redis.call('HINCRBY', KEYS[3], 'admitted', 1) > per_host then
     skip = 'max-pages-per-host'
   end
   if skip == '' and allow >= 0 and queued >= allow then
@@ -47,39 +54,45 @@ local function budget(skip, group)
   end
   return skip
 end
-local function enqueue(key)
+local function enqueue(el)
   queued = queued + 1
-  if front then redis.call('LPUSH', KEYS[3], key) else redis.call('RPUSH', KEYS[3], key) end
+  if front then redis.call('LPUSH', KEYS[2], el) else redis.call('RPUSH', KEYS[2], el) end
 end
-for i = 6, #ARGV, 6 do
-  local key, rec, skip = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local depth, follow, group = tonumber(ARGV[i + 3]), ARGV[i + 4] == '1', ARGV[i + 5]
+for i = 6, #ARGV, 7 do
+  local hash, el, row, skip = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local depth, follow, group = tonumber(ARGV[i + 4]), ARGV[i + 5] == '1', ARGV[i + 6]
   local flag = 0
-  if redis.call('HSETNX', KEYS[1], key, rec) == 1 then
+  local v = redis.call('HGET', KEYS[1], hash)
+  if not v then
     skip = budget(skip, group)
-    if skip == '' then enqueue(key) else redis.call('HSET', KEYS[2], key, skip) end
+    redis.call('HSET', KEYS[1], hash, depth .. (letter[skip] or 'x'))
+    if skip == '' then enqueue(el) else skipped = skipped + 1 end
+    lines[#lines + 1] = 'n\\t' .. skip .. '\\t' .. depth .. '\\t' .. row
     flag = 1
   else
-    local known = cjson.decode(redis.call('HGET', KEYS[1], key))
-    local shorter = depth < known.d
-    if shorter then
-      known.d = depth
-      redis.call('HSET', KEYS[1], key, cjson.encode(known))
-    end
-    local within = max_depth == 0 or known.d <= max_depth
-    local held = redis.call('HGET', KEYS[2], key)
-    local release = (held == 'max-depth' and shorter and within) or (held == 'nofollow' and follow and within)
-    if held == 'nofollow' and follow and not within then
-      redis.call('HSET', KEYS[2], key, 'max-depth')
-    end
+    local d, was = tonumber(string.sub(v, 1, -2)), string.sub(v, -1)
+    local f = was
+    local shorter = depth < d
+    if shorter then d = depth end
+    local within = max_depth == 0 or d <= max_depth
+    local release = (f == 'D' and shorter and within) or (f == 'N' and follow and within)
+    if f == 'N' and follow and not within then f = 'D' end
     if release and budget('', group) == '' then
-      redis.call('HDEL', KEYS[2], key)
-      enqueue(key)
+      f = 'q'
+      enqueue(el)
       flag = 2
+      lines[#lines + 1] = 'q\\t\\t' .. d .. '\\t' .. row
+    elseif shorter then
+      lines[#lines + 1] = 'd\\t\\t' .. d .. '\\t' .. row
     end
+    if shorter or f ~= was then redis.call('HSET', KEYS[1], hash, d .. f) end
   end
   flags[#flags + 1] = flag
 end
+if #lines > 0 then
+  redis.call('XADD', KEYS[5], '*', 't', 'a', 'r', table.concat(lines, '\\n'))
+end
+if skipped > 0 then redis.call('HINCRBY', KEYS[3], 'skipped', skipped) end
 return {queued, flags}",
     )
 });
@@ -89,17 +102,18 @@ return {queued, flags}",
 ///
 /// First returns expired leases (their process died) and due retries to the front of
 /// the queue; then, if the host is not paused, past its interval and under its limit,
-/// moves up to N keys from the queue into the leases. The per-host limit counts every
-/// process's leases, so it holds for the whole crawl.
+/// moves up to N elements from the queue into the leases, dropping any whose URL was
+/// finished meanwhile (a lease that expired while its holder still worked). The per-host
+/// limit counts every process's leases, so it holds for the whole crawl.
 ///
-/// Returns {wait ms, reclaimed, key1, record1, tries1, key2, ...}.
+/// Returns {wait ms, reclaimed, element1, depth1, tries1, element2, ...}.
 pub static TAKE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
         "{NOW}
 local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
 for _, k in ipairs(expired) do
   redis.call('ZREM', KEYS[2], k)
-  -- A slot taken for a sitemap read ('~' keys) is no URL to fetch again.
+  -- A slot taken for a sitemap read ('~' elements) is no URL to fetch again.
   if string.sub(k, 1, 1) ~= '~' then redis.call('LPUSH', KEYS[1], k) end
 end
 local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
@@ -119,14 +133,18 @@ local interval = tonumber(ARGV[2])
 local n = math.min(tonumber(ARGV[1]) - redis.call('ZCARD', KEYS[2]), tonumber(ARGV[4]))
 if interval > 0 then n = math.min(n, 1) end
 local took = 0
-for i = 1, n do
-  local k = redis.call('LPOP', KEYS[1])
-  if not k then break end
-  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), k)
-  out[#out + 1] = k
-  out[#out + 1] = redis.call('HGET', KEYS[5], k) or ''
-  out[#out + 1] = redis.call('HGET', KEYS[6], k) or '0'
-  took = took + 1
+while took < n do
+  local el = redis.call('LPOP', KEYS[1])
+  if not el then break end
+  local h = string.sub(el, 1, 32)
+  local v = redis.call('HGET', KEYS[5], h)
+  if not (v and string.sub(v, -1) == 'x') then
+    redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), el)
+    out[#out + 1] = el
+    out[#out + 1] = v and string.sub(v, 1, -2) or '0'
+    out[#out + 1] = redis.call('HGET', KEYS[6], h) or '0'
+    took = took + 1
+  end
 end
 if took > 0 and interval > 0 then
   redis.call('HSET', KEYS[4], 'next_at', now + interval)
@@ -135,55 +153,69 @@ return out"
     ))
 });
 
-/// Store a page and end its lease. KEYS: pages, edges, leases, tries. ARGV: key, page
-/// JSON, outlinks JSON (empty for none).
+/// Finish a leased URL with its result. KEYS: seen, out, leases, tries, state. ARGV: key
+/// hash, queue element, key, page JSON, outlinks JSON (empty for none), the most entries
+/// the results stream may hold (0: no limit).
 ///
-/// `HSETNX` makes the page and its outlinks stored once even when two processes fetched
-/// it (a lease that expired while its holder was still working). Returns 1 when stored
-/// by this call.
+/// The `x` letter makes the page stored once even when two processes fetched it (a lease
+/// that expired while its holder was still working). Returns 1 when stored by this call,
+/// 0 when it was stored before, -1 (and does nothing) when the results stream is full:
+/// the caller waits for the collector and calls again.
 pub static COMPLETE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
-        "local stored = redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2])
-if stored == 1 and ARGV[3] ~= '' then
-  redis.call('RPUSH', KEYS[2], ARGV[3])
+        "local v = redis.call('HGET', KEYS[1], ARGV[1])
+if v and string.sub(v, -1) == 'x' then
+  redis.call('ZREM', KEYS[3], ARGV[2])
+  redis.call('HDEL', KEYS[4], ARGV[1])
+  return 0
 end
-redis.call('ZREM', KEYS[3], ARGV[1])
+local cap = tonumber(ARGV[6])
+if cap > 0 and redis.call('XLEN', KEYS[2]) >= cap then return -1 end
+redis.call('HSET', KEYS[1], ARGV[1], (v and string.sub(v, 1, -2) or '0') .. 'x')
+redis.call('XADD', KEYS[2], '*', 't', 'p', 'k', ARGV[3], 'r', ARGV[4], 'e', ARGV[5])
+redis.call('ZREM', KEYS[3], ARGV[2])
 redis.call('HDEL', KEYS[4], ARGV[1])
-return stored",
+redis.call('HINCRBY', KEYS[5], 'stored', 1)
+return 1",
     )
 });
 
-/// Try a URL again later. KEYS: leases, retries, tries, pages. ARGV: key, delay ms, attempts
-/// made. Returns 0 (and does nothing) when the page was stored meanwhile.
+/// Try a URL again later. KEYS: seen, leases, retries, tries. ARGV: key hash, queue
+/// element, delay ms, attempts made. Returns 0 (and does nothing) when the page was stored
+/// meanwhile.
 pub static RETRY: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
         "{NOW}
-redis.call('ZREM', KEYS[1], ARGV[1])
-if redis.call('HEXISTS', KEYS[4], ARGV[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[2])
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if v and string.sub(v, -1) == 'x' then return 0 end
+redis.call('HSET', KEYS[4], ARGV[1], ARGV[4])
+redis.call('ZADD', KEYS[3], now + tonumber(ARGV[3]), ARGV[2])
 return 1"
     ))
 });
 
-/// Give leased URLs back unfetched (a stopping process). KEYS: leases, queue, pages.
-/// ARGV: keys.
+/// Give leased URLs back unfetched (a stopping process). KEYS: leases, queue, seen.
+/// ARGV: queue elements.
 pub static RELEASE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         "local n = 0
 for i = 1, #ARGV do
-  if redis.call('ZREM', KEYS[1], ARGV[i]) == 1 and string.sub(ARGV[i], 1, 1) ~= '~'
-      and redis.call('HEXISTS', KEYS[3], ARGV[i]) == 0 then
-    redis.call('LPUSH', KEYS[2], ARGV[i])
-    n = n + 1
+  local el = ARGV[i]
+  if redis.call('ZREM', KEYS[1], el) == 1 and string.sub(el, 1, 1) ~= '~' then
+    local v = redis.call('HGET', KEYS[3], string.sub(el, 1, 32))
+    if not (v and string.sub(v, -1) == 'x') then
+      redis.call('LPUSH', KEYS[2], el)
+      n = n + 1
+    end
   end
 end
 return n",
     )
 });
 
-/// Extend leases this process still holds. KEYS: leases. ARGV: lease ms, keys. A lease
-/// that already expired (and may be someone else's now) is not touched.
+/// Extend leases this process still holds. KEYS: leases. ARGV: lease ms, elements. A
+/// lease that already expired (and may be someone else's now) is not touched.
 pub static RENEW: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
         "{NOW}
@@ -200,14 +232,19 @@ return n"
 });
 
 /// Push a time field of a host's state to at least now + ms, never earlier: a 429/503
-/// pause (`paused_until`, for every process) or the host's next allowed start (`next_at`,
-/// when a lease waited in a process before its fetch). KEYS: state. ARGV: field, ms.
+/// pause (`paused_until`, for every process; also sent to the results stream, so the
+/// SQLite file keeps it as a local crawl does) or the host's next allowed start
+/// (`next_at`, when a lease waited in a process before its fetch). KEYS: state, out. ARGV:
+/// field, ms.
 pub static NOT_BEFORE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
         "{NOW}
 local at = now + tonumber(ARGV[2])
 local cur = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
-if at > cur then redis.call('HSET', KEYS[1], ARGV[1], at) end
+if at > cur then
+  redis.call('HSET', KEYS[1], ARGV[1], at)
+  if ARGV[1] == 'paused_until' then redis.call('XADD', KEYS[2], '*', 't', 'h', 'until', at) end
+end
 return at"
     ))
 });
@@ -220,14 +257,17 @@ pub static LEFT: LazyLock<Script> = LazyLock::new(|| {
 });
 
 /// Record a leased URL as not fetched (robots.txt forbids it) and end its lease. KEYS:
-/// leases, skip, tries, pages. ARGV: key, reason. A page stored meanwhile (a lease that
-/// expired while its holder worked) is left as it is.
+/// seen, out, leases, tries, state. ARGV: key hash, queue element, key, reason. A page
+/// stored meanwhile (a lease that expired while its holder worked) is left as it is.
 pub static SKIP: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
-        "redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('HDEL', KEYS[3], ARGV[1])
-if redis.call('HEXISTS', KEYS[4], ARGV[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+        "redis.call('ZREM', KEYS[3], ARGV[2])
+redis.call('HDEL', KEYS[4], ARGV[1])
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if v and string.sub(v, -1) == 'x' then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], (v and string.sub(v, 1, -2) or '0') .. 'x')
+redis.call('XADD', KEYS[2], '*', 't', 's', 'k', ARGV[3], 'why', ARGV[4])
+redis.call('HINCRBY', KEYS[5], 'skipped', 1)
 return 1",
     )
 });

@@ -1,5 +1,6 @@
 //! Where a Redis crawl stands: for `trawl status --store URL --crawl-id ID`, from any
-//! machine, while processes crawl or after. One pipeline per host.
+//! machine, while processes crawl or after. One pipeline per host; the failed seeds come
+//! from the results file, when it is on this machine.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -7,22 +8,20 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use super::collect::ResultsFile;
 use super::conn::Redis;
 use super::keys::CrawlKeys;
 use super::{parse_target, DistError, HEARTBEAT};
-use url::Url;
-
-use crate::admit::key_of;
-use crate::config::CrawlConfig;
-use crate::result::{now_ms, FailedSeed, PageResult, MAX_FAILED_SEEDS};
-use crate::url_norm::host_key;
+use crate::result::{now_ms, FailedSeed};
+use crate::store::{OpenMode, SqliteStore};
 
 /// Counts over every host of a crawl.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
 pub struct Counts {
     /// URLs known (admitted, fetched or not).
     pub known: u64,
-    /// Pages stored (fetched, or skipped for robots.txt after being queued).
+    /// Pages stored (fetched, or skipped for robots.txt after being queued), collected into
+    /// the results file or on their way.
     pub stored: u64,
     /// URLs never to be fetched (out of scope, limits).
     pub skipped: u64,
@@ -72,30 +71,20 @@ pub struct RedisStatus {
     pub failed_seeds: Vec<FailedSeed>,
 }
 
-/// The seeds among `seeds` whose stored result is a failure, looked up by their keys
-/// under the crawl's `strip-session-ids`. Where a seed redirects is not followed here, as
-/// it is in the SQLite copy's `status`.
-async fn failed_seeds(
-    redis: &Redis,
-    keys: &CrawlKeys,
-    seeds: &[String],
-    strip_session_ids: bool,
-) -> Result<Vec<FailedSeed>, DistError> {
-    let mut failed = Vec::new();
-    let mut key = String::new();
-    for seed in seeds.iter().take(MAX_FAILED_SEEDS) {
-        let Ok(url) = Url::parse(seed) else { continue };
-        key_of(&url, strip_session_ids, &mut key);
-        let k = keys.host(&host_key(&url));
-        let stored: Option<String> = redis
-            .cmd(redis::cmd("HGET").arg(&k.pages).arg(&key))
-            .await?;
-        let Some(result) = stored.and_then(|s| serde_json::from_str::<PageResult>(&s).ok()) else {
-            continue;
-        };
-        failed.extend(FailedSeed::of(seed.clone(), &result));
-    }
-    Ok(failed)
+/// The seeds whose fetch failed, as the crawl's results file records them (when it is on
+/// this machine: results live there, not in Redis).
+async fn failed_seeds(redis: &Redis, keys: &CrawlKeys) -> Vec<FailedSeed> {
+    let Ok(path) = ResultsFile::readable(redis, keys).await else {
+        return Vec::new();
+    };
+    tokio::task::spawn_blocking(move || {
+        let store = SqliteStore::open(&path, OpenMode::Read).ok()?;
+        crate::status::failed_seeds(&store).ok()
+    })
+    .await
+    .ok()
+    .flatten()
+    .unwrap_or_default()
 }
 
 /// Count over every host of the crawl.
@@ -109,16 +98,16 @@ pub async fn count(redis: &Redis, keys: &CrawlKeys) -> Result<Counts, DistError>
         let k = keys.host(host);
         let mut pipe = redis::pipe();
         pipe.hlen(&k.seen)
-            .hlen(&k.pages)
-            .hlen(&k.skip)
+            .hget(&k.state, "stored")
+            .hget(&k.state, "skipped")
             .llen(&k.queue)
             .zcard(&k.leases)
             .zcard(&k.retries);
-        let (seen, pages, skip, q, leases, retries): (u64, u64, u64, u64, u64, u64) =
-            redis.pipe(&pipe).await?;
+        type Row = (u64, Option<u64>, Option<u64>, u64, u64, u64);
+        let (seen, stored, skipped, q, leases, retries): Row = redis.pipe(&pipe).await?;
         c.known += seen;
-        c.stored += pages;
-        c.skipped += skip;
+        c.stored += stored.unwrap_or(0);
+        c.skipped += skipped.unwrap_or(0);
         c.queued += q;
         c.leased += leases;
         c.retrying += retries;
@@ -149,11 +138,7 @@ pub async fn read(store: &str, crawl_id: &str) -> Result<RedisStatus, DistError>
         .get("seeds")
         .and_then(|s| serde_json::from_str(s).ok())
         .unwrap_or_default();
-    let strip = meta
-        .get("config")
-        .and_then(|c| CrawlConfig::from_toml(c).ok())
-        .is_none_or(|c| c.strip_session_ids);
-    let failed_seeds = failed_seeds(&redis, &keys, &seeds, strip).await?;
+    let failed_seeds = failed_seeds(&redis, &keys).await;
     let beats: HashMap<String, String> = redis
         .cmd(redis::cmd("HGETALL").arg(&keys.processes))
         .await?;

@@ -9,14 +9,16 @@ use std::time::{Duration, Instant};
 use dashmap::DashMap;
 use url::Url;
 
+use super::collect::Collecting;
 use super::process::Process;
-use super::queue::{Admission, Admit, Admitted, Budget, Lease, Queue, StoredEdge, StoredEdges};
+use super::queue::{hash_hex, Admit, Admitted, Budget, Lease, Queue, Queued, Row, StoredEdge};
 use super::{status, CrawlKeys, DistError, Redis};
 use crate::admit::{Candidate, Outlinks, Rules, SkipReason};
 use crate::config::CrawlConfig;
 use crate::result::{ErrorKind, PageResult};
 use crate::stats::Stats;
 use crate::store::{Finished, FrontierCounts, Job, SitemapDoc, Store, Taken};
+use crate::traps::query_group;
 use crate::url_norm::host_key;
 use crate::warc::CommitBarrier;
 
@@ -33,7 +35,7 @@ pub struct RedisStore {
     keys: CrawlKeys,
     queue: Arc<Queue>,
     rules: Arc<Rules>,
-    /// Leases this process holds: key -> host. Renewed until the page is completed; given
+    /// Leases this process holds: queue element -> host. Renewed until the page is completed; given
     /// back when the process stops.
     held: Arc<DashMap<String, String>>,
     per_host: usize,
@@ -53,6 +55,8 @@ pub struct RedisStore {
     /// This process finished a URL: a slot of its host is free.
     freed: tokio::sync::Notify,
     process: Process,
+    /// This process's collector, when it was given the results file.
+    collector: Mutex<Option<Collecting>>,
 }
 
 /// The dispatcher's view of the hosts: which to ask, and where the last round stopped.
@@ -67,7 +71,8 @@ pub type RedisTicket = Lease;
 
 impl RedisStore {
     /// This process's part of the crawl `keys` on `redis`, judging links by `rules`, with
-    /// its heartbeat and lease renewal running until [`Store::finish`].
+    /// its heartbeat and lease renewal running until [`Store::finish`]; with `collect`, it
+    /// collects the crawl's results into that file too (or stands by to, see `collect`).
     pub fn start(
         redis: Redis,
         keys: CrawlKeys,
@@ -75,7 +80,9 @@ impl RedisStore {
         rules: Arc<Rules>,
         barrier: Option<CommitBarrier>,
         stats: Arc<Stats>,
+        collect: Option<std::path::PathBuf>,
     ) -> RedisStore {
+        let collector = collect.map(|path| Collecting::start(redis.clone(), keys.clone(), path));
         let queue = Arc::new(Queue::new(
             redis.clone(),
             keys.clone(),
@@ -108,13 +115,14 @@ impl RedisStore {
             idle: Mutex::new(IDLE_MIN),
             freed: tokio::sync::Notify::new(),
             process,
+            collector: Mutex::new(collector),
         }
     }
 
     /// This process is done with a URL of `host` (stored, retried, skipped, given back):
     /// the host may have room again, so the dispatcher need not wait out its idle time.
-    fn finished_one(&self, host: &str, key: &str) {
-        self.held.remove(key);
+    fn finished_one(&self, host: &str, element: &str) {
+        self.held.remove(element);
         self.not_before.remove(host);
         *self.idle.lock().unwrap_or_else(|p| p.into_inner()) = IDLE_MIN;
         self.freed.notify_one();
@@ -147,14 +155,24 @@ impl RedisStore {
             if let Some(e) = c.edge {
                 edges.push((key.clone(), e.kind.code(), e.nofollow, e.anchor));
             }
-            groups.entry(host_key(&c.url)).or_default().push(Admit {
-                admission: Admission {
-                    url: (c.url.as_str() != key).then(|| c.url.to_string()),
-                    depth: c.depth,
-                    referrer: referrer.map(str::to_owned),
-                    chain: c.chain,
-                },
+            let hash = hash_hex(&key);
+            let url = (c.url.as_str() != key).then(|| c.url.to_string());
+            let queued = Queued {
                 key,
+                url,
+                chain: c.chain,
+            };
+            let row = Row {
+                key: queued.key.clone(),
+                url: queued.url.clone(),
+                referrer: referrer.map(str::to_owned),
+            };
+            groups.entry(host_key(&c.url)).or_default().push(Admit {
+                element: queued.element(&hash),
+                row: serde_json::to_string(&row).expect("serialising a row"),
+                group: query_group(&queued.key).map(hash_hex),
+                hash,
+                depth: c.depth,
                 skip: skip.map(SkipReason::as_str),
                 follow: c.follow,
             });
@@ -198,32 +216,32 @@ impl RedisStore {
     /// A lease whose URL no longer parses: recorded as failed at once.
     async fn bad_url(&self, lease: Lease, e: url::ParseError) -> Result<(), DistError> {
         let mut result = PageResult {
-            depth: lease.admission.depth,
+            depth: lease.depth,
             fetched_at: crate::store::now_ms(),
             attempts: lease.tries + 1,
             ..PageResult::default()
         };
         result.fail(
             ErrorKind::BadUrl,
-            format!("unusable URL {}: {e}", lease.key),
+            format!("unusable URL {}: {e}", lease.queued.key),
         );
-        self.queue.complete(&lease, &result, None).await?;
-        self.held.remove(&lease.key);
+        self.queue.complete(&lease, &result, &[]).await?;
+        self.held.remove(&lease.element);
         Ok(())
     }
 
     /// The job of a lease; the lease back when its URL no longer parses.
     fn job(&self, lease: Lease) -> Result<Job<RedisStore>, Box<(Lease, url::ParseError)>> {
-        let url = match Url::parse(lease.admission.url.as_deref().unwrap_or(&lease.key)) {
+        let url = match Url::parse(lease.queued.url.as_deref().unwrap_or(&lease.queued.key)) {
             Ok(u) => u,
             Err(e) => return Err(Box::new((lease, e))),
         };
         Ok(Job {
             url,
             host: lease.host.clone(),
-            depth: lease.admission.depth,
+            depth: lease.depth,
             attempts: lease.tries,
-            chain: lease.admission.chain.clone(),
+            chain: lease.queued.chain.clone(),
             ticket: lease,
         })
     }
@@ -268,7 +286,7 @@ impl RedisStore {
                 self.not_before.insert(host, now + idle);
             }
             for lease in taken.leases {
-                self.held.insert(lease.key.clone(), lease.host.clone());
+                self.held.insert(lease.element.clone(), lease.host.clone());
                 leases.push(lease);
             }
         }
@@ -344,7 +362,7 @@ impl Store for RedisStore {
     async fn retry(&self, job: Job<Self>, at: Instant) -> Result<(), DistError> {
         let delay = at.saturating_duration_since(Instant::now());
         self.queue.retry(&job.ticket, delay).await?;
-        self.finished_one(&job.ticket.host, &job.ticket.key);
+        self.finished_one(&job.ticket.host, &job.ticket.element);
         Ok(())
     }
 
@@ -356,31 +374,27 @@ impl Store for RedisStore {
     ) -> Result<(), DistError> {
         let lease = job.ticket;
         let front = matches!(links, Outlinks::Redirect(_));
-        let (groups, edges) = self.plan(Some(&lease.key), links.candidates());
+        let (groups, edges) = self.plan(Some(&lease.queued.key), links.candidates());
         self.admit(&groups, front).await?;
         self.warc_written().await?;
-        let edges = (!edges.is_empty()).then(|| StoredEdges {
-            src: lease.key.clone(),
-            edges,
-        });
-        self.queue.complete(&lease, &result, edges.as_ref()).await?;
+        self.queue.complete(&lease, &result, &edges).await?;
         crate::failpoint::hit(crate::failpoint::Point::AfterCommit);
-        self.finished_one(&lease.host, &lease.key);
+        self.finished_one(&lease.host, &lease.element);
         Ok(())
     }
 
     async fn release(&self, job: Job<Self>) -> Result<(), DistError> {
         let lease = job.ticket;
         self.queue
-            .release(&lease.host, std::slice::from_ref(&lease.key))
+            .release(&lease.host, std::slice::from_ref(&lease.element))
             .await?;
-        self.finished_one(&lease.host, &lease.key);
+        self.finished_one(&lease.host, &lease.element);
         Ok(())
     }
 
     async fn skip(&self, job: Job<Self>, reason: SkipReason) -> Result<(), DistError> {
         self.queue.skip(&job.ticket, reason.as_str()).await?;
-        self.finished_one(&job.ticket.host, &job.ticket.key);
+        self.finished_one(&job.ticket.host, &job.ticket.element);
         Ok(())
     }
 
@@ -453,25 +467,25 @@ impl Store for RedisStore {
                 Candidate::sitemap_entry(e)
             }
         });
-        let (groups, edges) = self.plan(Some(&doc_admit.key), entries);
+        let doc_key = Queued::parse(&doc_admit.element)?.key;
+        let (groups, edges) = self.plan(Some(&doc_key), entries);
         let admitted = self.admit(&groups, false).await?;
         if is_new && !admitted.moved() {
             self.queue.bump().await?;
         }
         let as_lease = Lease {
             host: doc_host,
-            key: doc_admit.key.clone(),
-            admission: doc_admit.admission,
+            queued: Queued {
+                key: doc_key,
+                ..Queued::default()
+            },
+            element: doc_admit.element,
+            hash: doc_admit.hash,
+            depth: doc_admit.depth,
             tries: 0,
         };
-        let edges = (!edges.is_empty()).then_some(StoredEdges {
-            src: doc_admit.key,
-            edges,
-        });
         self.warc_written().await?;
-        self.queue
-            .complete(&as_lease, &doc.result, edges.as_ref())
-            .await?;
+        self.queue.complete(&as_lease, &doc.result, &edges).await?;
         Ok(true)
     }
 
@@ -494,6 +508,14 @@ impl Store for RedisStore {
                         .arg(crate::store::now_ms()),
                 )
                 .await;
+        }
+        let collector = self
+            .collector
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(c) = collector {
+            c.finish(drained).await?;
         }
         let counts = status::count(&self.redis, &self.keys)
             .await
