@@ -239,15 +239,18 @@ pub(crate) fn print_summary(args: &CrawlArgs, s: &trawl::Summary) {
         let _ = writeln!(out, "  seed failed: {seed}");
     }
     match (&args.source.db, &args.source.crawl_id) {
-        (Some(db), _) => {
+        (Some(db), None) => {
             let _ = writeln!(out, "  stored in {}", db.display());
         }
-        (None, Some(id)) => {
+        (db, Some(id)) => {
             let _ = writeln!(
                 out,
                 "  stored in Redis crawl {id:?} ({})",
                 args.source.store.as_deref().unwrap_or_default()
             );
+            if let Some(db) = db {
+                let _ = writeln!(out, "  results collected into {}", db.display());
+            }
         }
         (None, None) => {}
     }
