@@ -94,11 +94,7 @@ async fn copy_back(store: &str, id: &str, dir: &Path) -> db::Crawled {
 
 /// Pages stored so far in the crawl `id` on one host (through the real key layout).
 fn stored_pages(server: &RedisServer, id: &str, host: &str) -> u64 {
-    server
-        .cli(&["hget", &format!("trawl:{{{id}/{host}}}:state"), "stored"])
-        .trim()
-        .parse()
-        .unwrap_or(0)
+    support::redis::stored(|args| server.cli(args), id, host)
 }
 
 /// Wait until the crawl `id` has stored `at` pages of `host`.
@@ -446,67 +442,58 @@ async fn a_process_waits_for_redis_to_come_up() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_crawl_spreads_over_a_three_master_cluster() {
+async fn one_site_spreads_over_a_three_master_cluster() {
     let cluster = RedisCluster::start();
-    // Three sites whose hosts' hash tags fall in slots of three different masters (site
-    // servers are started until their ports give that), so the test can tell whether each
-    // host's keys went where its slot says, and spread.
-    let mut servers = Vec::new();
-    let mut owners = Vec::new();
-    for seed in 41..71 {
-        let server = SiteServer::start(site(seed, 40, 5)).await;
-        let (host, _) = host_and_seed(&server);
-        let port = owner(&cluster, &format!("trawl:{{clustered/{host}}}:seen"));
-        if !owners.contains(&port) {
-            owners.push(port);
-            servers.push(server);
-        }
-        if servers.len() == 3 {
-            break;
-        }
-    }
-    assert_eq!(
-        servers.len(),
-        3,
-        "three sites on three masters among 30 tries"
-    );
-    let mut expected = Expected {
-        fetched: BTreeMap::new(),
-        skipped: Default::default(),
-        edges: BTreeMap::new(),
-    };
-    for s in &servers {
-        let e = s.expected();
-        expected.fetched.extend(e.fetched);
-        expected.skipped.extend(e.skipped);
-        for (k, n) in e.edges {
-            *expected.edges.entry(k).or_default() += n;
-        }
-    }
-    let seeds: Vec<String> = servers.iter().map(|s| format!("{}/", s.base())).collect();
+    let server = SiteServer::start(site(41, 300, 2)).await;
+    let expected = server.expected();
+    let (host, seed) = host_and_seed(&server);
     let children: Vec<Child> = (0..2)
-        .map(|_| crawler(&seeds, &cluster.url(), "clustered", &["--concurrency", "4"]))
+        .map(|_| {
+            crawler(
+                std::slice::from_ref(&seed),
+                &cluster.url(),
+                "clustered",
+                &["--concurrency", "4"],
+            )
+        })
         .collect();
     for c in children {
         finish(c).await;
     }
-    assert_copied(&cluster.url(), "clustered", &expected).await;
-    // Each site's pages were stored on the master its slot names, and so on three masters.
-    for (server, port) in servers.iter().zip(&owners) {
-        let (host, _) = host_and_seed(server);
-        let key = format!("trawl:{{clustered/{host}}}:state");
-        let node = cluster.nodes.iter().find(|n| n.port == *port).unwrap();
-        let stored: u64 = node
-            .cli(&["hget", &key, "stored"])
-            .trim()
-            .parse()
-            .unwrap_or(0);
-        assert_eq!(
-            stored as usize,
-            server.expected().fetched.len(),
-            "{host} on {port}"
-        );
+    let dir = tempfile::tempdir().unwrap();
+    let got = copy_back(&cluster.url(), "clustered", dir.path()).await;
+    assert_matches(&expected, &got, false);
+    // The one host's visited set is spread over shards on every master, evenly.
+    let node_of = |key: &str| {
+        let port = owner(&cluster, key);
+        cluster.nodes.iter().find(|n| n.port == port).unwrap()
+    };
+    let meta = "trawl:{clustered}:meta";
+    let shards: Vec<String> =
+        serde_json::from_str(node_of(meta).cli(&["hget", meta, "shards"]).trim()).unwrap();
+    assert_eq!(shards.len(), 24, "8 shards per master: {shards:?}");
+    let mut per_master: BTreeMap<u16, u64> = BTreeMap::new();
+    for tag in &shards {
+        let key = format!("trawl:{{{tag}}}:{host}:seen");
+        let node = node_of(&key);
+        let n: u64 = node.cli(&["hlen", &key]).trim().parse().unwrap_or(0);
+        *per_master.entry(node.port).or_default() += n;
     }
+    assert_eq!(per_master.len(), 3, "{per_master:?}");
+    let (min, max) = (
+        *per_master.values().min().unwrap(),
+        *per_master.values().max().unwrap(),
+    );
+    assert_eq!(
+        per_master.values().sum::<u64>() as usize,
+        got.fetched
+            .keys()
+            .chain(got.skipped.keys())
+            .filter(|k| k.starts_with(&server.base()))
+            .count(),
+        "every known URL is in one shard: {per_master:?}"
+    );
+    assert!(min > 0 && max <= 2 * min, "balanced: {per_master:?}");
 }
 
 /// The port of the master whose slots hold `key` (`CLUSTER NODES` lines end with the
@@ -598,8 +585,8 @@ async fn ctrl_c_gives_leases_back_and_the_crawl_resumes() {
         .unwrap()
         .unwrap();
     assert_eq!(out.status.code(), Some(130), "interrupted exit code");
-    let leased = redis.cli(&["zcard", &format!("trawl:{{ctrlc/{host}}}:lease")]);
-    assert_eq!(leased.trim(), "0", "every lease given back");
+    let held = support::redis::held(|args| redis.cli(args), "ctrlc", &host);
+    assert_eq!(held, (0, 0), "every token and lease given back");
     // Resuming needs no seed, and finishes well before a 10-minute lease could expire.
     finish(crawler(&[], &redis.url(), "ctrlc", &args)).await;
     assert_copied(&redis.url(), "ctrlc", &expected).await;

@@ -39,8 +39,9 @@ impl CrawlerBuilder {
         let given = self.check(None)?;
         let cancel = CancellationToken::new();
         let redis = Redis::connect(&url, cancel.clone()).await?;
-        let keys = CrawlKeys::new(&id);
+        let mut keys = CrawlKeys::new(&id);
         let (stored, created) = join(&redis, &keys, &given).await?;
+        keys.set_shards(redis_store::shards(&redis, &keys).await?);
         match &self.db {
             Some(path) => {
                 redis_store::claim(&redis, &keys, path).await?;

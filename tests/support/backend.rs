@@ -148,11 +148,7 @@ impl Backend {
     pub fn stored(&self, name: &str, host: &str) -> i64 {
         match &self.redis {
             None => super::run::fetched(&self.file(name)),
-            Some(r) => r
-                .cli(&["hget", &format!("trawl:{{{name}/{host}}}:state"), "stored"])
-                .trim()
-                .parse()
-                .unwrap_or(0),
+            Some(r) => super::redis::stored(|args| r.cli(args), name, host) as i64,
         }
     }
 
@@ -196,8 +192,12 @@ impl Backend {
             Some(r) => {
                 let procs = r.cli(&["hlen", &format!("trawl:{{{name}}}:procs")]);
                 assert_eq!(procs.trim(), "0", "a clean stop removes the heartbeat");
-                let leases = r.cli(&["zcard", &format!("trawl:{{{name}/{host}}}:lease")]);
-                assert_eq!(leases.trim(), "0", "a clean stop gives every lease back");
+                let held = super::redis::held(|args| r.cli(args), name, host);
+                assert_eq!(
+                    held,
+                    (0, 0),
+                    "a clean stop gives every token and lease back"
+                );
             }
         }
     }

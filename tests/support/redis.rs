@@ -203,3 +203,38 @@ impl RedisCluster {
         format!("redis+cluster://{}", addrs.join(","))
     }
 }
+
+/// Pages the Redis crawl `id` stored so far on `host` (`127.0.0.1:PORT`), through the real
+/// key layout: the `stored` count of the host's part in each of the crawl's shards. `cli`
+/// runs redis-cli on the server holding the keys.
+pub fn stored(cli: impl Fn(&[&str]) -> String, id: &str, host: &str) -> u64 {
+    shards(&cli, id)
+        .iter()
+        .map(|tag| {
+            cli(&["hget", &format!("trawl:{{{tag}}}:{host}:counts"), "stored"])
+                .trim()
+                .parse::<u64>()
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
+/// The shard tags of the Redis crawl `id`, from its record (none before it is created).
+fn shards(cli: &impl Fn(&[&str]) -> String, id: &str) -> Vec<String> {
+    let text = cli(&["hget", &format!("trawl:{{{id}}}:meta"), "shards"]);
+    serde_json::from_str(text.trim()).unwrap_or_default()
+}
+
+/// What the processes of the Redis crawl `id` hold on `host` now: its tokens (requests
+/// in flight, crawl-wide) and the URL leases in every shard.
+pub fn held(cli: impl Fn(&[&str]) -> String, id: &str, host: &str) -> (u64, u64) {
+    let count = |args: &[&str]| cli(args).trim().parse::<u64>().unwrap_or(0);
+    let tokens = count(&["zcard", &format!("trawl:{{{id}/{host}}}:tokens")]);
+    let shards = shards(&cli, id);
+    assert!(!shards.is_empty(), "crawl {id} records its shards");
+    let leases = shards
+        .iter()
+        .map(|tag| count(&["zcard", &format!("trawl:{{{tag}}}:{host}:lease")]))
+        .sum();
+    (tokens, leases)
+}

@@ -1,14 +1,14 @@
 //! The collector: results leave Redis for the crawl's SQLite file.
 //!
 //! Every script that decides something about a URL (admitted, found nearer, stored,
-//! skipped, its host paused) appends an entry to its host's results stream, in the same
-//! atomic step. One process of the crawl, given `--db FILE`, reads the streams, writes
+//! skipped, its host paused) appends an entry to a results stream, in the same atomic
+//! step: the stream of the host's part in the URL's shard (or the host's own, for pauses). One process of the crawl, given `--db FILE`, reads the streams, writes
 //! the entries into FILE through the local store's own row writers (so the file is the one
 //! a local crawl makes, and works with every command), records in the same transaction the
 //! last entry it committed of each stream (table `collected`), and then trims what it
 //! committed from Redis. So Redis holds coordination only, plus a bounded buffer of
-//! results in transit (`queue::RESULTS_IN_TRANSIT` entries per host, a completing process
-//! waits beyond it).
+//! results in transit (`records::RESULTS_IN_TRANSIT` entries per stream, a completing
+//! process waits beyond it).
 //!
 //! Why a file and not a consumer group: SQLite has one writer anyway, and the position
 //! kept inside the transaction that wrote the entries makes each entry written exactly
@@ -17,8 +17,8 @@
 //! over when the collector dies. The crawl records which file on which machine collects
 //! (`ResultsFile`), so a second file never splits the results.
 //!
-//! Entries of one host's stream come in order; across hosts they need not, so an entry
-//! that names a URL not yet written (a link to a host whose stream is read later) waits in
+//! Entries of one stream come in order; across streams they need not, so an entry that
+//! names a URL not yet written (a link to a URL whose stream is read later) waits in
 //! memory until its row arrives, and the streams are read again.
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -30,9 +30,9 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use super::conn::Redis;
-use super::keys::CrawlKeys;
+use super::keys::{CrawlKeys, Stream};
 use super::process::hostname;
-use super::queue::{Row, StoredEdge};
+use super::records::{Row, StoredEdge};
 use super::DistError;
 use crate::admit::SkipReason;
 use crate::link::LinkKind;
@@ -48,7 +48,7 @@ const BATCH: usize = 1000;
 const IDLE: Duration = Duration::from_millis(50);
 /// How often a process waiting for the file (another collects) tries again.
 const STANDBY: Duration = Duration::from_secs(1);
-/// How often every host's stream is read, not only those marked as written to.
+/// How often every stream is read, not only those marked as written to.
 const SWEEP: Duration = Duration::from_secs(5);
 
 /// Where a crawl's results are collected: the meta field `results`.
@@ -196,16 +196,16 @@ async fn collect(
     loop {
         let stopping = *stop.borrow();
         let sweep = stopping == Stop::Drained || swept.is_none_or(|t| t.elapsed() >= SWEEP);
-        let hosts = if sweep {
+        let streams = if sweep {
             swept = Some(Instant::now());
-            let all: Vec<String> = redis.cmd(redis::cmd("SMEMBERS").arg(&keys.hosts)).await?;
-            all
+            every_stream(&redis, &keys).await?
         } else {
-            redis
+            let marked: Vec<String> = redis
                 .cmd(redis::cmd("SPOP").arg(&keys.unread).arg(10_000))
-                .await?
+                .await?;
+            marked.iter().filter_map(|m| Stream::parse(m)).collect()
         };
-        let read = sink.read(&redis, &keys, &hosts).await?;
+        let read = sink.read(&redis, &keys, &streams).await?;
         let (back, applied) = tokio::task::spawn_blocking(move || {
             let r = sink.apply(force);
             (sink, r)
@@ -239,6 +239,36 @@ async fn collect(
         .await
         .map_err(|e| DistError::Internal(format!("the collector panicked: {e}")))??;
     Ok(())
+}
+
+/// Every results stream of the crawl: each host's own, and its part in each of its shards.
+async fn every_stream(redis: &Redis, keys: &CrawlKeys) -> Result<Vec<Stream>, DistError> {
+    let hosts: Vec<String> = redis.cmd(redis::cmd("SMEMBERS").arg(&keys.hosts)).await?;
+    let calls = hosts.iter().map(|h| async move {
+        let shards: Vec<usize> = redis
+            .cmd(redis::cmd("SMEMBERS").arg(keys.host(h).shards))
+            .await?;
+        Ok::<_, DistError>(shards)
+    });
+    let mut streams = Vec::new();
+    for (host, shards) in hosts
+        .iter()
+        .zip(futures_util::future::join_all(calls).await)
+    {
+        streams.push(Stream {
+            host: host.clone(),
+            shard: None,
+        });
+        for shard in shards? {
+            if shard < keys.shard_count() {
+                streams.push(Stream {
+                    host: host.clone(),
+                    shard: Some(shard),
+                });
+            }
+        }
+    }
+    Ok(streams)
 }
 
 /// Open the file for collecting, waiting while another process collects into it; `None`
@@ -292,8 +322,8 @@ impl Entry {
     }
 }
 
-/// What a round committed: per host, the last entry written.
-type Applied = HashMap<String, String>;
+/// What a round committed: per stream, the last entry written.
+type Applied = HashMap<Stream, String>;
 
 /// The SQLite side: the file, the ids of its URLs and hosts, and the entries read but not
 /// yet written.
@@ -302,10 +332,10 @@ struct Sink {
     ids: HashMap<u128, UrlId>,
     hosts: HashMap<String, HostId>,
     next_url: UrlId,
-    /// Per host: the last entry read (the file's position, then ahead of it).
-    cursors: HashMap<String, String>,
-    /// Per host: entries read, not yet written.
-    queues: HashMap<String, VecDeque<Entry>>,
+    /// Per stream: the last entry read (the file's position, then ahead of it).
+    cursors: HashMap<Stream, String>,
+    /// Per stream: entries read, not yet written.
+    queues: HashMap<Stream, VecDeque<Entry>>,
 }
 
 impl Sink {
@@ -332,6 +362,7 @@ impl Sink {
             .collect();
         let cursors = collect_pairs(conn, "SELECT stream, last_id FROM collected", sql)?
             .into_iter()
+            .filter_map(|(m, id): (String, String)| Some((Stream::parse(&m)?, id)))
             .collect();
         Ok(Sink {
             store,
@@ -365,25 +396,25 @@ impl Sink {
         Ok(())
     }
 
-    /// Read on in the streams of `hosts` (those with room in memory); entries read.
+    /// Read on in `streams` (those with room in memory); entries read.
     async fn read(
         &mut self,
         redis: &Redis,
         keys: &CrawlKeys,
-        hosts: &[String],
+        streams: &[Stream],
     ) -> Result<usize, DistError> {
-        let wanted: Vec<&String> = hosts
+        let wanted: Vec<&Stream> = streams
             .iter()
             .collect::<HashSet<_>>()
             .into_iter()
-            .filter(|h| self.queues.get(*h).is_none_or(|q| q.len() < BATCH))
+            .filter(|s| self.queues.get(*s).is_none_or(|q| q.len() < BATCH))
             .collect();
-        let calls = wanted.iter().map(|host| {
+        let calls = wanted.iter().map(|s| {
             let start = self
                 .cursors
-                .get(*host)
+                .get(*s)
                 .map_or_else(|| "-".to_owned(), |c| format!("({c}"));
-            let stream = keys.host(host).out;
+            let stream = keys.stream(s);
             async move {
                 let entries: Vec<(String, Vec<String>)> = redis
                     .cmd(
@@ -399,7 +430,7 @@ impl Sink {
             }
         });
         let mut read = 0;
-        for (host, got) in wanted
+        for (s, got) in wanted
             .iter()
             .zip(futures_util::future::join_all(calls).await)
         {
@@ -407,10 +438,10 @@ impl Sink {
             let Some((last, _)) = got.last() else {
                 continue;
             };
-            self.cursors.insert((*host).clone(), last.clone());
+            self.cursors.insert((*s).clone(), last.clone());
             read += got.len();
             self.queues
-                .entry((*host).clone())
+                .entry((*s).clone())
                 .or_default()
                 .extend(got.into_iter().map(|(id, fields)| Entry { id, fields }));
         }
@@ -445,12 +476,12 @@ impl Sink {
         let mut applied = Applied::new();
         loop {
             let mut progress = false;
-            for (host, q) in queues.iter_mut() {
+            for (stream, q) in queues.iter_mut() {
                 while let Some(e) = q.front() {
-                    if !ids.write(&tx, host, e).map_err(|e| e.at(&shown))? {
+                    if !ids.write(&tx, &stream.host, e).map_err(|e| e.at(&shown))? {
                         break;
                     }
-                    applied.insert(host.clone(), e.id.clone());
+                    applied.insert(stream.clone(), e.id.clone());
                     q.pop_front();
                     progress = true;
                 }
@@ -469,8 +500,8 @@ impl Sink {
                      ON CONFLICT (stream) DO UPDATE SET last_id = ?2",
                 )
                 .map_err(sql)?;
-            for (host, id) in &applied {
-                st.execute(params![host, id]).map_err(sql)?;
+            for (stream, id) in &applied {
+                st.execute(params![stream.member(), id]).map_err(sql)?;
             }
         }
         tx.execute("UPDATE crawl SET updated_at = ?1 WHERE id = 1", [now_ms()])
@@ -497,8 +528,8 @@ impl Sink {
 
 /// Drop from Redis what is committed.
 async fn trim(redis: &Redis, keys: &CrawlKeys, applied: &Applied) -> Result<(), DistError> {
-    let calls = applied.iter().map(|(host, last)| {
-        let stream = keys.host(host).out;
+    let calls = applied.iter().map(|(s, last)| {
+        let stream = keys.stream(s);
         let min = after(last);
         async move {
             let _: i64 = redis
@@ -700,7 +731,7 @@ impl Ids<'_> {
             }
             other => {
                 return Err(WriteError::Corrupt(
-                    format!("the results stream of {host}"),
+                    format!("a results stream of {host}"),
                     format!("an entry of unknown type {other:?}"),
                 ))
             }

@@ -160,6 +160,11 @@ impl Redis {
         }
     }
 
+    /// Whether this is a cluster.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.conn, Conn::Cluster(_))
+    }
+
     /// The stop signal.
     pub fn cancel(&self) -> &CancellationToken {
         &self.cancel

@@ -3,9 +3,10 @@
 //! local crawl does, in `crawler`).
 
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use super::conn::Redis;
-use super::keys::CrawlKeys;
+use super::keys::{shard_tag, CrawlKeys};
 use super::DistError;
 use crate::result::now_ms;
 use crate::store::StoredCrawl;
@@ -50,10 +51,13 @@ pub async fn create(
     if created == 0 {
         return Ok(false);
     }
+    let shards = choose_shards(redis, keys.id()).await?;
     let _: () = redis
         .cmd(
             redis::cmd("HSET")
                 .arg(&keys.meta)
+                .arg("shards")
+                .arg(serde_json::to_string(&shards).expect("shards"))
                 .arg("seeds")
                 .arg(serde_json::to_string(seeds).expect("seeds"))
                 .arg("started_at")
@@ -76,4 +80,102 @@ pub async fn add_seeds(redis: &Redis, keys: &CrawlKeys, seeds: &[String]) -> Res
         )
         .await?;
     Ok(())
+}
+
+/// Shards per cluster master: enough that a master's share of a site stays near a third
+/// (on three masters) however the site's paths hash, few enough that a page's links reach
+/// a handful of shards.
+const SHARDS_PER_MASTER: usize = 8;
+
+/// The shards of a new crawl: one on a single server (one slot is all there is); on a
+/// cluster, `SHARDS_PER_MASTER` per master, each tag searched for until its slot is one
+/// that master serves, so a single-site crawl spreads evenly over the masters as the
+/// cluster stands when the crawl starts.
+async fn choose_shards(redis: &Redis, id: &str) -> Result<Vec<String>, DistError> {
+    if !redis.is_cluster() {
+        return Ok(vec![shard_tag(id, 0)]);
+    }
+    let ranges = slot_owners(redis).await?;
+    let mut masters: Vec<&str> = ranges.iter().map(|(_, _, m)| m.as_str()).collect();
+    masters.sort_unstable();
+    masters.dedup();
+    let mut per: HashMap<&str, usize> = HashMap::new();
+    let mut tags = Vec::new();
+    let want = SHARDS_PER_MASTER * masters.len();
+    for i in 0..want * 64 {
+        if tags.len() == want {
+            break;
+        }
+        let tag = shard_tag(id, i);
+        let slot: i64 = redis
+            .cmd(
+                redis::cmd("CLUSTER")
+                    .arg("KEYSLOT")
+                    .arg(format!("{{{tag}}}")),
+            )
+            .await?;
+        let Some((_, _, master)) = ranges.iter().find(|(a, b, _)| (*a..=*b).contains(&slot)) else {
+            continue;
+        };
+        let n = per.entry(master.as_str()).or_default();
+        if *n < SHARDS_PER_MASTER {
+            *n += 1;
+            tags.push(tag);
+        }
+    }
+    if tags.is_empty() {
+        tags.push(shard_tag(id, 0));
+    }
+    Ok(tags)
+}
+
+/// The cluster's slot ranges and the master serving each (`CLUSTER SLOTS`).
+async fn slot_owners(redis: &Redis) -> Result<Vec<(i64, i64, String)>, DistError> {
+    let reply: Vec<redis::Value> = redis.cmd(redis::cmd("CLUSTER").arg("SLOTS")).await?;
+    let corrupt = |detail: &str| DistError::Corrupt {
+        what: "the reply to CLUSTER SLOTS".into(),
+        detail: detail.to_owned(),
+    };
+    let mut out = Vec::new();
+    for range in reply {
+        let redis::Value::Array(f) = range else {
+            return Err(corrupt("a range is not an array"));
+        };
+        let (Some(a), Some(b), Some(node)) = (f.first(), f.get(1), f.get(2)) else {
+            return Err(corrupt("a range has fewer than three fields"));
+        };
+        let int = |v: &redis::Value| match v {
+            redis::Value::Int(n) => Ok(*n),
+            _ => Err(corrupt("a slot is not a number")),
+        };
+        let master = match node {
+            redis::Value::Array(n) => format!("{:?}:{:?}", n.first(), n.get(1)),
+            _ => return Err(corrupt("a node is not an array")),
+        };
+        out.push((int(a)?, int(b)?, master));
+    }
+    Ok(out)
+}
+
+/// The crawl's shard tags, from its record (waiting a moment while the process creating
+/// the crawl writes them).
+pub async fn shards(redis: &Redis, keys: &CrawlKeys) -> Result<Vec<String>, DistError> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text: Option<String> = redis
+            .cmd(redis::cmd("HGET").arg(&keys.meta).arg("shards"))
+            .await?;
+        if let Some(t) = text {
+            return serde_json::from_str(&t).map_err(|e| DistError::Corrupt {
+                what: "the shards".into(),
+                detail: e.to_string(),
+            });
+        }
+        let exists: i64 = redis.cmd(redis::cmd("EXISTS").arg(&keys.meta)).await?;
+        if exists == 0 || Instant::now() > deadline {
+            // No crawl (a reader asking), or one made before shards: one shard.
+            return Ok(vec![shard_tag(keys.id(), 0)]);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

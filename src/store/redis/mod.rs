@@ -23,9 +23,11 @@ mod join;
 mod keys;
 mod process;
 mod queue;
+mod records;
 mod scripts;
 pub mod status;
 mod store;
+mod take;
 
 use std::time::Duration;
 
@@ -33,7 +35,7 @@ pub(crate) use collect::{claim, rest as collect_rest, ResultsFile};
 pub(crate) use conn::Redis;
 pub use conn::StoreUrl;
 pub use error::DistError;
-pub(crate) use join::{add_seeds, create, read};
+pub(crate) use join::{add_seeds, create, read, shards};
 pub(crate) use keys::{check_crawl_id, CrawlKeys};
 pub(crate) use store::RedisStore;
 

@@ -16,6 +16,38 @@ use super::HEARTBEAT;
 use crate::result::now_ms;
 use crate::stats::Stats;
 
+/// What this process holds, by the member it holds it under: a URL's lease (its queue
+/// element) with the token of its fetch, or a token alone (a sitemap read's slot).
+#[derive(Debug, Clone)]
+pub struct Held {
+    /// The host.
+    pub host: String,
+    /// The URL's shard, or `None` for a token alone.
+    pub shard: Option<usize>,
+    /// The host's token.
+    pub token: String,
+}
+
+/// What `held` holds, per host: URL leases per shard, and tokens.
+#[derive(Default)]
+struct PerHost {
+    leases: HashMap<usize, Vec<String>>,
+    tokens: Vec<String>,
+}
+
+fn per_host(held: &DashMap<String, Held>) -> HashMap<String, PerHost> {
+    let mut out: HashMap<String, PerHost> = HashMap::new();
+    for e in held.iter() {
+        let h = e.value();
+        let p = out.entry(h.host.clone()).or_default();
+        if let Some(shard) = h.shard {
+            p.leases.entry(shard).or_default().push(e.key().clone());
+        }
+        p.tokens.push(h.token.clone());
+    }
+    out
+}
+
 /// This process in the crawl: its id and its background tasks.
 pub struct Process {
     redis: Redis,
@@ -38,16 +70,11 @@ impl Process {
         redis: &Redis,
         keys: &CrawlKeys,
         queue: &Arc<Queue>,
-        held: &Arc<DashMap<String, String>>,
+        held: &Arc<DashMap<String, Held>>,
         lease: Duration,
         stats: Arc<Stats>,
+        id: String,
     ) -> Process {
-        let id = format!(
-            "{}-{}-{:08x}",
-            hostname(),
-            std::process::id(),
-            fastrand::u32(..)
-        );
         Process {
             renewer: tokio::spawn(renew(queue.clone(), held.clone(), lease)),
             marker: tokio::spawn(mark_unread(queue.clone())),
@@ -67,31 +94,31 @@ impl Process {
 
     /// Stop the tasks, give back the leases still `held` (URLs never started: at once
     /// rather than at expiry) and remove the heartbeat.
-    pub async fn stop(&self, queue: &Queue, held: &DashMap<String, String>) {
+    pub async fn stop(&self, queue: &Queue, held: &DashMap<String, Held>) {
         self.renewer.abort();
         self.heart.abort();
         self.marker.abort();
         if let Err(e) = queue.flush_unread().await {
             tracing::debug!("could not mark the streams written to ({e}); the collector reads every stream now and then");
         }
-        let mut left: HashMap<String, Vec<String>> = HashMap::new();
-        for e in held.iter() {
-            left.entry(e.value().clone())
-                .or_default()
-                .push(e.key().clone());
-        }
-        // Best effort: a lease not given back returns when it expires.
-        for (host, keys) in left {
-            match queue.release(&host, &keys).await {
-                Ok(()) => {
-                    for k in &keys {
-                        held.remove(k);
-                    }
+        // Best effort: a lease or token not given back returns when it expires.
+        for (host, p) in per_host(held) {
+            let mut given = Vec::new();
+            for (shard, elements) in &p.leases {
+                match queue.release(&host, *shard, elements).await {
+                    Ok(()) => given.extend(elements.iter().cloned()),
+                    Err(e) => tracing::warn!(
+                        "could not give back {} leases of {host} ({e}); they return when they expire",
+                        elements.len()
+                    ),
                 }
-                Err(e) => tracing::warn!(
-                    "could not give back {} leases of {host} ({e}); they return when they expire",
-                    keys.len()
-                ),
+            }
+            if queue.free(&host, &p.tokens).await.is_ok() {
+                held.retain(|_, h| h.host != host);
+            } else {
+                for m in given {
+                    held.remove(&m);
+                }
             }
         }
         let _: Result<i64, _> = self
@@ -109,21 +136,19 @@ impl Process {
     }
 }
 
-/// Renew every lease held, a few times per lease period.
-async fn renew(queue: Arc<Queue>, held: Arc<DashMap<String, String>>, lease: Duration) {
+/// Renew every lease and token held, a few times per lease period.
+async fn renew(queue: Arc<Queue>, held: Arc<DashMap<String, Held>>, lease: Duration) {
     let every = (lease / 3).max(Duration::from_millis(100));
     loop {
         tokio::time::sleep(every).await;
-        let mut by_host: HashMap<String, Vec<String>> = HashMap::new();
-        for e in held.iter() {
-            by_host
-                .entry(e.value().clone())
-                .or_default()
-                .push(e.key().clone());
+        let held = per_host(&held);
+        let mut calls = Vec::new();
+        for (host, p) in &held {
+            calls.push(queue.renew(host, None, &p.tokens, lease));
+            for (shard, elements) in &p.leases {
+                calls.push(queue.renew(host, Some(*shard), elements, lease));
+            }
         }
-        let calls = by_host
-            .iter()
-            .map(|(host, keys)| queue.renew(host, keys, lease));
         for r in futures_util::future::join_all(calls).await {
             if let Err(e) = r {
                 tracing::warn!("renewing leases failed: {e}");
@@ -152,7 +177,7 @@ async fn heartbeat(
     keys: CrawlKeys,
     id: String,
     stats: Arc<Stats>,
-    held: Arc<DashMap<String, String>>,
+    held: Arc<DashMap<String, Held>>,
 ) {
     loop {
         let beat = serde_json::json!({
@@ -172,6 +197,16 @@ async fn heartbeat(
             .await;
         tokio::time::sleep(HEARTBEAT).await;
     }
+}
+
+/// A new process id: `hostname-pid-random`.
+pub(super) fn new_id() -> String {
+    format!(
+        "{}-{}-{:08x}",
+        hostname(),
+        std::process::id(),
+        fastrand::u32(..)
+    )
 }
 
 pub(super) fn hostname() -> String {

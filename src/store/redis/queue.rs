@@ -1,182 +1,19 @@
-//! The shared frontier, visited set and page store: typed calls over the scripts in
-//! `scripts`, one host's keys at a time.
+//! The shared frontier and visited set: typed calls over the scripts in `scripts`, on a
+//! host's own keys or its part in one shard.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use super::conn::Redis;
-use super::keys::CrawlKeys;
+use super::keys::{CrawlKeys, Stream};
+use super::records::{
+    Admit, Admitted, Budget, Granted, Lease, Popped, Queued, StoredEdge, HASH_LEN,
+    RESULTS_IN_TRANSIT,
+};
 use super::scripts;
 use super::DistError;
 use crate::result::PageResult;
-use crate::url_norm::key_hash;
-
-/// A URL in a host's queue: what a process needs to fetch it. The queue element is its key
-/// hash (32 hex digits, so the scripts find its `seen` entry without parsing JSON) followed
-/// by this as JSON.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Queued {
-    /// Canonical key.
-    #[serde(rename = "k")]
-    pub key: String,
-    /// The URL to fetch, when it differs from the canonical key.
-    #[serde(rename = "u", default, skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    /// For a redirect target: the key hashes of the chain that led here, for loop
-    /// detection (hexadecimal: Lua numbers are doubles).
-    #[serde(
-        rename = "c",
-        default,
-        skip_serializing_if = "Vec::is_empty",
-        with = "hex_hashes"
-    )]
-    pub chain: Vec<u128>,
-}
-
-impl Queued {
-    /// The queue element: `hash` then the JSON.
-    pub fn element(&self, hash: &str) -> String {
-        let json = serde_json::to_string(self).expect("serialising a queued URL");
-        format!("{hash}{json}")
-    }
-
-    /// Read a queue element back.
-    pub fn parse(element: &str) -> Result<Queued, DistError> {
-        let json = element.get(HASH_LEN..).unwrap_or_default();
-        serde_json::from_str(json).map_err(|e| DistError::Corrupt {
-            what: format!("the queue element {element:?}"),
-            detail: e.to_string(),
-        })
-    }
-}
-
-/// Hex digits of a key hash.
-const HASH_LEN: usize = 32;
-
-/// A key's hash as the Redis keys name it.
-pub fn hash_hex(key: &str) -> String {
-    format!("{:032x}", key_hash(key))
-}
-
-/// A newly known URL's row as the results stream carries it (depth and skip reason travel
-/// beside it, decided by the admission script).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Row {
-    /// Canonical key.
-    #[serde(rename = "k")]
-    pub key: String,
-    /// The URL, when it differs from the key.
-    #[serde(rename = "u", default, skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    /// Canonical key of the first page linking here.
-    #[serde(rename = "r", default, skip_serializing_if = "Option::is_none")]
-    pub referrer: Option<String>,
-}
-
-/// `Vec<u128>` as hexadecimal strings.
-mod hex_hashes {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(v: &[u128], s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(v.iter().map(|h| format!("{h:032x}")))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u128>, D::Error> {
-        Vec::<String>::deserialize(d)?
-            .iter()
-            .map(|h| u128::from_str_radix(h, 16).map_err(serde::de::Error::custom))
-            .collect()
-    }
-}
-
-/// A URL to admit, as the admission script takes it.
-#[derive(Debug, Clone)]
-pub struct Admit {
-    /// Its key hash (hex).
-    pub hash: String,
-    /// Its queue element.
-    pub element: String,
-    /// Its row JSON for the results stream.
-    pub row: String,
-    /// Click depth where it was found.
-    pub depth: u32,
-    /// Why it will not be fetched, if so (as judged where it was found now).
-    pub skip: Option<&'static str>,
-    /// Found by a link that is followed (not on a `nofollow` page).
-    pub follow: bool,
-    /// The hash of its query group (`traps::query_group`), if it has a query.
-    pub group: Option<String>,
-}
-
-/// What admitting a batch did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Admitted {
-    /// URLs known to nobody before.
-    pub new: usize,
-    /// Known URLs held back (too deep, nofollow) and now queued, found along a shorter
-    /// path or by a followed link.
-    pub requeued: usize,
-}
-
-impl Admitted {
-    /// Whether work changed hands (see [`Queue::is_drained`]).
-    pub fn moved(&self) -> bool {
-        self.new + self.requeued > 0
-    }
-}
-
-/// A leased URL.
-#[derive(Debug, Clone)]
-pub struct Lease {
-    /// `host[:port]`.
-    pub host: String,
-    /// Its queue element, as leased (the member of the leases set).
-    pub element: String,
-    /// Its key hash (hex).
-    pub hash: String,
-    /// What to fetch.
-    pub queued: Queued,
-    /// Click depth now.
-    pub depth: u32,
-    /// Attempts made before this one.
-    pub tries: u32,
-}
-
-/// What a take on one host gave.
-#[derive(Debug, Default)]
-pub struct Taken {
-    /// Wait this long before asking the host again (paused, or inside its interval).
-    pub wait: Duration,
-    /// Expired leases put back in the queue.
-    pub reclaimed: u64,
-    /// URLs now leased to us.
-    pub leases: Vec<Lease>,
-}
-
-/// One outlink as the results stream carries it: target key, kind code, nofollow, anchor
-/// text.
-pub type StoredEdge = (String, i64, bool, Option<String>);
-
-/// Entries a host's results stream may hold before a completing process waits for the
-/// collector: the fixed buffer of results in transit.
-pub const RESULTS_IN_TRANSIT: usize = 1000;
-
-/// Limits the admission scripts enforce.
-#[derive(Debug, Clone, Copy)]
-pub struct Budget {
-    /// `max-pages`, 0 for none.
-    pub max_pages: u64,
-    /// `max-pages-per-host`, 0 for none.
-    pub max_pages_per_host: u64,
-    /// `max-depth`, 0 for none: a URL held back as too deep is queued when a shorter path
-    /// brings it within.
-    pub max_depth: u32,
-    /// `max-query-variants`, 0 for none.
-    pub max_query_variants: u64,
-}
 
 /// See the module doc.
 pub struct Queue {
@@ -187,8 +24,14 @@ pub struct Queue {
     registered: Mutex<HashSet<String>>,
     /// Hosts this process has already added to the `active` set.
     activated: Mutex<HashSet<String>>,
-    /// Hosts whose results stream this process wrote to, for the `unread` set.
-    unread: Mutex<HashSet<String>>,
+    /// (host, shard) pairs this process has already added to the host's `shards` set.
+    parts: Mutex<HashSet<(String, usize)>>,
+    /// Streams this process wrote to, for the `unread` set.
+    unread: Mutex<HashSet<Stream>>,
+}
+
+fn ms(d: Duration) -> String {
+    (d.as_millis() as u64).to_string()
 }
 
 impl Queue {
@@ -200,40 +43,44 @@ impl Queue {
             budget,
             registered: Mutex::new(HashSet::new()),
             activated: Mutex::new(HashSet::new()),
+            parts: Mutex::new(HashSet::new()),
             unread: Mutex::new(HashSet::new()),
         }
     }
 
-    /// Note that `host`'s results stream was written to.
-    fn wrote(&self, host: &str) {
+    /// Note that `stream` was written to.
+    fn wrote(&self, host: &str, shard: Option<usize>) {
+        let stream = Stream {
+            host: host.to_owned(),
+            shard,
+        };
         let mut u = self.unread.lock().unwrap_or_else(|p| p.into_inner());
-        if !u.contains(host) {
-            u.insert(host.to_owned());
-        }
+        u.insert(stream);
     }
 
     /// Tell the collector which streams this process wrote to since the last call.
     pub async fn flush_unread(&self) -> Result<(), DistError> {
-        let hosts: Vec<String> = {
+        let members: Vec<String> = {
             let mut u = self.unread.lock().unwrap_or_else(|p| p.into_inner());
-            u.drain().collect()
+            u.drain().map(|s| s.member()).collect()
         };
-        if hosts.is_empty() {
+        if members.is_empty() {
             return Ok(());
         }
         let _: i64 = self
             .redis
-            .cmd(redis::cmd("SADD").arg(&self.keys.unread).arg(&hosts))
+            .cmd(redis::cmd("SADD").arg(&self.keys.unread).arg(&members))
             .await?;
         Ok(())
     }
 
-    /// Admit URLs of one host (`front`: ahead of its queue, for redirect targets). A URL
-    /// known already gets the shorter depth, and is queued after all when it was held
-    /// back and no longer is, as in a local crawl.
+    /// Admit URLs of one host in one shard (`front`: ahead of its queue, for redirect
+    /// targets). A URL known already gets the shorter depth, and is queued after all when
+    /// it was held back and no longer is, as in a local crawl.
     pub async fn admit(
         &self,
         host: &str,
+        shard: usize,
         urls: &[Admit],
         front: bool,
     ) -> Result<Admitted, DistError> {
@@ -241,19 +88,32 @@ impl Queue {
             return Ok(Admitted::default());
         }
         let fetchable = urls.iter().filter(|u| u.skip.is_none()).count() as i64;
+        // Before the script: a host must never hold URLs in a shard without the sets the
+        // dispatchers, the drain check and the collector walk naming it, even if this
+        // process dies between.
         self.add_once(&self.registered, &self.keys.hosts, host)
             .await?;
-        // Before the script: a host must never hold queued URLs without being in the set
-        // the dispatchers and the drain check walk, even if this process dies between.
         if fetchable > 0 {
             self.add_once(&self.activated, &self.keys.active, host)
                 .await?;
         }
-        let k = self.keys.host(host);
-        let allow = self.reserve(fetchable).await?;
+        self.add_part(host, shard).await?;
+        let k = self.keys.part(host, shard);
+        let state = self.keys.host(host).state;
+        let host_allow = self
+            .reserve(
+                self.budget.max_pages_per_host,
+                fetchable,
+                &state,
+                "admitted",
+            )
+            .await?;
+        let allow = self
+            .reserve(self.budget.max_pages, fetchable, &self.keys.admitted, "")
+            .await?;
         let depths: Vec<String> = urls.iter().map(|u| u.depth.to_string()).collect();
         let head = [
-            self.budget.max_pages_per_host.to_string(),
+            host_allow.to_string(),
             allow.to_string(),
             (if front { "front" } else { "back" }).to_string(),
             self.budget.max_depth.to_string(),
@@ -271,42 +131,72 @@ impl Queue {
                 u.group.as_deref().unwrap_or(""),
             ]);
         }
-        let (queued, flags): (i64, Vec<i64>) = self
+        let (queued, host_used, flags): (i64, i64, Vec<i64>) = self
             .redis
             .script(
                 &scripts::ADMIT,
-                &[&k.seen, &k.queue, &k.state, &k.variants, &k.out],
+                &[&k.seen, &k.queue, &k.variants, &k.out, &k.counts],
                 &args,
             )
             .await?;
-        self.wrote(host);
-        if allow >= 0 && queued < fetchable {
-            let unused = fetchable - queued;
-            let _: i64 = self
-                .redis
-                .cmd(redis::cmd("DECRBY").arg(&self.keys.admitted).arg(unused))
-                .await?;
-        }
+        self.wrote(host, Some(shard));
+        self.unreserve(host_allow, host_used, fetchable, &state, "admitted")
+            .await?;
+        self.unreserve(allow, queued, fetchable, &self.keys.admitted, "")
+            .await?;
         Ok(Admitted {
             new: flags.iter().filter(|&&f| f == 1).count(),
             requeued: flags.iter().filter(|&&f| f == 2).count(),
         })
     }
 
-    /// Reserve `max-pages` budget for `fetchable` URLs before the script, which gives back
-    /// what it did not use: the counter lives in another slot, so it cannot be read inside
-    /// the script. Concurrent reservations can make a URL near the limit skipped while
-    /// budget remains; the limit itself is never passed. -1: no limit.
-    async fn reserve(&self, fetchable: i64) -> Result<i64, DistError> {
-        if self.budget.max_pages == 0 || fetchable == 0 {
+    /// Reserve budget under `limit` (0: none) for `fetchable` URLs before the admission
+    /// script, which counts what it used: the counter (`key`, or a field of the hash `key`)
+    /// lives in another slot, so it cannot be read inside the script. Concurrent
+    /// reservations can make a URL near the limit skipped while budget remains; the limit
+    /// itself is never passed. -1: no limit.
+    async fn reserve(
+        &self,
+        limit: u64,
+        fetchable: i64,
+        key: &str,
+        field: &str,
+    ) -> Result<i64, DistError> {
+        if limit == 0 || fetchable == 0 {
             return Ok(-1);
         }
-        let total: i64 = self
-            .redis
-            .cmd(redis::cmd("INCRBY").arg(&self.keys.admitted).arg(fetchable))
-            .await?;
+        let total: i64 = self.incr(key, field, fetchable).await?;
         let before = total - fetchable;
-        Ok((self.budget.max_pages as i64 - before).clamp(0, fetchable))
+        Ok((limit as i64 - before).clamp(0, fetchable))
+    }
+
+    /// Give back what the script did not use of a reservation.
+    async fn unreserve(
+        &self,
+        allowed: i64,
+        used: i64,
+        fetchable: i64,
+        key: &str,
+        field: &str,
+    ) -> Result<(), DistError> {
+        if allowed >= 0 && used < fetchable {
+            let _: i64 = self.incr(key, field, used - fetchable).await?;
+        }
+        Ok(())
+    }
+
+    async fn incr(&self, key: &str, field: &str, by: i64) -> Result<i64, DistError> {
+        let mut cmd = redis::cmd(if field.is_empty() {
+            "INCRBY"
+        } else {
+            "HINCRBY"
+        });
+        cmd.arg(key);
+        if !field.is_empty() {
+            cmd.arg(field);
+        }
+        cmd.arg(by);
+        self.redis.cmd(&cmd).await
     }
 
     /// Mark that work changed hands: called after admissions and before completing the
@@ -337,6 +227,24 @@ impl Queue {
         Ok(())
     }
 
+    /// Add `shard` to `host`'s shards, once per process.
+    async fn add_part(&self, host: &str, shard: usize) -> Result<(), DistError> {
+        let part = (host.to_owned(), shard);
+        if self.parts.lock().expect("lock").contains(&part) {
+            return Ok(());
+        }
+        let _: i64 = self
+            .redis
+            .cmd(
+                redis::cmd("SADD")
+                    .arg(&self.keys.host(host).shards)
+                    .arg(shard),
+            )
+            .await?;
+        self.parts.lock().expect("lock").insert(part);
+        Ok(())
+    }
+
     /// The hosts that ever had a URL to fetch: the ones to lease from.
     pub async fn active_hosts(&self) -> Result<Vec<String>, DistError> {
         self.redis
@@ -344,39 +252,85 @@ impl Queue {
             .await
     }
 
-    /// Lease up to `n` URLs of `host`.
-    pub async fn take(
+    /// The shards holding URLs of `host`, in order.
+    pub async fn shards_of(&self, host: &str) -> Result<Vec<usize>, DistError> {
+        let mut shards: Vec<usize> = self
+            .redis
+            .cmd(redis::cmd("SMEMBERS").arg(&self.keys.host(host).shards))
+            .await?;
+        shards.retain(|s| *s < self.keys.shard_count());
+        shards.sort_unstable();
+        Ok(shards)
+    }
+
+    /// Take up to `tokens.len()` of `host`'s request slots, under the per-host limit, its
+    /// spacing and pauses.
+    pub async fn grant(
         &self,
         host: &str,
         per_host: usize,
         interval: Duration,
         lease: Duration,
-        n: usize,
-    ) -> Result<Taken, DistError> {
+        tokens: Vec<String>,
+    ) -> Result<Granted, DistError> {
         let k = self.keys.host(host);
-        let args = [
-            per_host.to_string(),
-            (interval.as_millis() as u64).to_string(),
-            (lease.as_millis() as u64).to_string(),
-            n.to_string(),
-        ];
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let head = [per_host.to_string(), ms(interval), ms(lease)];
+        let mut args: Vec<&str> = head.iter().map(String::as_str).collect();
+        args.extend(tokens.iter().map(String::as_str));
         let reply: Vec<String> = self
             .redis
-            .script(
-                &scripts::TAKE,
-                &[&k.queue, &k.leases, &k.retries, &k.state, &k.seen, &k.tries],
-                &args,
-            )
+            .script(&scripts::GRANT, &[&k.state, &k.tokens], &args)
             .await?;
         let mut it = reply.into_iter();
         let wait = it.next().and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+        Ok(Granted {
+            wait: Duration::from_millis(wait),
+            tokens: it.collect(),
+        })
+    }
+
+    /// Give back tokens of `host` (requests done, or slots not used).
+    pub async fn free(&self, host: &str, tokens: &[String]) -> Result<(), DistError> {
+        if tokens.is_empty() {
+            return Ok(());
+        }
+        let _: i64 = self
+            .redis
+            .cmd(
+                redis::cmd("ZREM")
+                    .arg(&self.keys.host(host).tokens)
+                    .arg(tokens),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Lease up to `n` URLs of `host`'s part in `shard`.
+    pub async fn pop(
+        &self,
+        host: &str,
+        shard: usize,
+        lease: Duration,
+        n: usize,
+    ) -> Result<Popped, DistError> {
+        let k = self.keys.part(host, shard);
+        let reply: Vec<String> = self
+            .redis
+            .script(
+                &scripts::POP,
+                &[&k.queue, &k.leases, &k.retries, &k.seen, &k.tries],
+                &[&ms(lease), &n.to_string()],
+            )
+            .await?;
+        let mut it = reply.into_iter();
         let reclaimed = it.next().and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
         let mut leases = Vec::new();
         while let (Some(element), Some(depth), Some(tries)) = (it.next(), it.next(), it.next()) {
             let queued = Queued::parse(&element)?;
             leases.push(Lease {
                 host: host.to_owned(),
+                shard,
+                token: String::new(),
                 hash: element.get(..HASH_LEN).unwrap_or_default().to_owned(),
                 element,
                 queued,
@@ -384,23 +338,19 @@ impl Queue {
                 tries: tries.parse().unwrap_or(0),
             });
         }
-        Ok(Taken {
-            wait: Duration::from_millis(wait),
-            reclaimed,
-            leases,
-        })
+        Ok(Popped { reclaimed, leases })
     }
 
-    /// Send a page's result and outlinks to the results stream and end its lease; true
-    /// when this call stored it (false: another process had). While the stream is full
-    /// (no collector keeps up, or none runs), waits and tries again.
+    /// Send a page's result and outlinks to the results stream, end its lease and free its
+    /// token; true when this call stored it (false: another process had). While the
+    /// stream is full (no collector keeps up, or none runs), waits and tries again.
     pub async fn complete(
         &self,
         lease: &Lease,
         page: &PageResult,
         edges: &[StoredEdge],
     ) -> Result<bool, DistError> {
-        let k = self.keys.host(&lease.host);
+        let k = self.keys.part(&lease.host, lease.shard);
         let page = serde_json::to_string(page).expect("serialising a page");
         let edges = if edges.is_empty() {
             String::new()
@@ -414,7 +364,7 @@ impl Queue {
                 .redis
                 .script(
                     &scripts::COMPLETE,
-                    &[&k.seen, &k.out, &k.leases, &k.tries, &k.state],
+                    &[&k.seen, &k.out, &k.leases, &k.tries, &k.counts],
                     &[
                         &lease.hash,
                         &lease.element,
@@ -426,13 +376,14 @@ impl Queue {
                 )
                 .await?;
             if stored >= 0 {
-                self.wrote(&lease.host);
+                self.wrote(&lease.host, Some(lease.shard));
+                self.free_token(lease).await?;
                 return Ok(stored == 1);
             }
             if !waited {
                 tracing::warn!(
                     host = lease.host,
-                    "{RESULTS_IN_TRANSIT} results of this host wait in Redis for the collector; \
+                    "{RESULTS_IN_TRANSIT} results wait in a stream of this host for the collector; \
                      waiting (a process of this crawl given --db FILE collects them)"
                 );
                 waited = true;
@@ -446,22 +397,31 @@ impl Queue {
         }
     }
 
-    /// Record `lease` as not fetched, for `reason`, and end the lease.
+    async fn free_token(&self, lease: &Lease) -> Result<(), DistError> {
+        if lease.token.is_empty() {
+            // Not leased (a sitemap document recorded as read).
+            return Ok(());
+        }
+        self.free(&lease.host, std::slice::from_ref(&lease.token))
+            .await
+    }
+
+    /// Record `lease` as not fetched, for `reason`, end the lease and free its token.
     pub async fn skip(&self, lease: &Lease, reason: &str) -> Result<(), DistError> {
-        let k = self.keys.host(&lease.host);
+        let k = self.keys.part(&lease.host, lease.shard);
         let _: i64 = self
             .redis
             .script(
                 &scripts::SKIP,
-                &[&k.seen, &k.out, &k.leases, &k.tries, &k.state],
+                &[&k.seen, &k.out, &k.leases, &k.tries, &k.counts],
                 &[&lease.hash, &lease.element, &lease.queued.key, reason],
             )
             .await?;
-        self.wrote(&lease.host);
-        Ok(())
+        self.wrote(&lease.host, Some(lease.shard));
+        self.free_token(lease).await
     }
 
-    /// Take a request slot of `host` under the key `slot` (see `scripts::OCCUPY`).
+    /// Take a request slot of `host` under the token `slot` (see `scripts::OCCUPY`).
     pub async fn occupy(
         &self,
         host: &str,
@@ -470,27 +430,13 @@ impl Queue {
         lease: Duration,
     ) -> Result<bool, DistError> {
         let k = self.keys.host(host);
-        let args = [
-            slot.to_string(),
-            per_host.to_string(),
-            (lease.as_millis() as u64).to_string(),
-        ];
+        let args = [slot.to_string(), per_host.to_string(), ms(lease)];
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let taken: i64 = self
             .redis
-            .script(&scripts::OCCUPY, &[&k.leases], &args)
+            .script(&scripts::OCCUPY, &[&k.tokens], &args)
             .await?;
         Ok(taken == 1)
-    }
-
-    /// Give back the slot `slot` of `host`.
-    pub async fn vacate(&self, host: &str, slot: &str) -> Result<(), DistError> {
-        let k = self.keys.host(host);
-        let _: i64 = self
-            .redis
-            .cmd(redis::cmd("ZREM").arg(&k.leases).arg(slot))
-            .await?;
-        Ok(())
     }
 
     /// Book a request to `host` outside the queues, keeping its spacing (`interval`):
@@ -499,18 +445,14 @@ impl Queue {
         let k = self.keys.host(host);
         let wait: i64 = self
             .redis
-            .script(
-                &scripts::BOOK,
-                &[&k.state],
-                &[&(interval.as_millis() as u64).to_string()],
-            )
+            .script(&scripts::BOOK, &[&k.state], &[&ms(interval)])
             .await?;
         Ok(Duration::from_millis(wait.max(0) as u64))
     }
 
-    /// Try `lease` again after `delay`.
+    /// Try `lease` again after `delay`, and free its token meanwhile.
     pub async fn retry(&self, lease: &Lease, delay: Duration) -> Result<(), DistError> {
-        let k = self.keys.host(&lease.host);
+        let k = self.keys.part(&lease.host, lease.shard);
         let _: i64 = self
             .redis
             .script(
@@ -519,20 +461,25 @@ impl Queue {
                 &[
                     &lease.hash,
                     &lease.element,
-                    &(delay.as_millis() as u64).to_string(),
+                    &ms(delay),
                     &(lease.tries + 1).to_string(),
                 ],
             )
             .await?;
-        Ok(())
+        self.free_token(lease).await
     }
 
-    /// Give leases back unfetched (by their queue elements).
-    pub async fn release(&self, host: &str, elements: &[String]) -> Result<(), DistError> {
+    /// Give leases of `host`'s part in `shard` back unfetched (by their queue elements).
+    pub async fn release(
+        &self,
+        host: &str,
+        shard: usize,
+        elements: &[String],
+    ) -> Result<(), DistError> {
         if elements.is_empty() {
             return Ok(());
         }
-        let k = self.keys.host(host);
+        let k = self.keys.part(host, shard);
         let args: Vec<&str> = elements.iter().map(String::as_str).collect();
         let _: i64 = self
             .redis
@@ -541,21 +488,23 @@ impl Queue {
         Ok(())
     }
 
-    /// Extend the leases we hold on `host`.
+    /// Extend what we hold: leases of `host`'s part in `shard`, or with `None` the host's
+    /// tokens.
     pub async fn renew(
         &self,
         host: &str,
-        keys: &[String],
+        shard: Option<usize>,
+        members: &[String],
         lease: Duration,
     ) -> Result<(), DistError> {
-        let k = self.keys.host(host);
-        let ms = (lease.as_millis() as u64).to_string();
+        let set = match shard {
+            Some(i) => self.keys.part(host, i).leases,
+            None => self.keys.host(host).tokens,
+        };
+        let ms = ms(lease);
         let mut args: Vec<&str> = vec![&ms];
-        args.extend(keys.iter().map(String::as_str));
-        let _: i64 = self
-            .redis
-            .script(&scripts::RENEW, &[&k.leases], &args)
-            .await?;
+        args.extend(members.iter().map(String::as_str));
+        let _: i64 = self.redis.script(&scripts::RENEW, &[&set], &args).await?;
         Ok(())
     }
 
@@ -590,32 +539,34 @@ impl Queue {
             .script(
                 &scripts::NOT_BEFORE,
                 &[&k.state, &k.out],
-                &[field, &(wait.as_millis() as u64).to_string()],
+                &[field, &ms(wait)],
             )
             .await?;
-        self.wrote(host);
+        self.wrote(host, None);
         Ok(())
     }
 
     /// Whether the whole crawl is out of work: no host has anything queued, leased or
-    /// waiting to retry. Hosts live in different slots, so there is no atomic view of all
-    /// of them; instead every admission bumps a generation counter *before* the page that
-    /// made it is completed. Work moves only by a leased page admitting URLs then
-    /// completing, so if the counter did not move while every host was read empty, no
-    /// host was refilled behind the scan.
+    /// waiting to retry in any shard. Hosts and shards live in different slots, so there
+    /// is no atomic view of all of them; instead every admission bumps a generation
+    /// counter *before* the page that made it is completed. Work moves only by a leased
+    /// page admitting URLs then completing, so if the counter did not move while every
+    /// part was read empty, none was refilled behind the scan.
     pub async fn is_drained(&self) -> Result<bool, DistError> {
         let before: Option<i64> = self
             .redis
             .cmd(redis::cmd("GET").arg(&self.keys.generation))
             .await?;
         for host in self.active_hosts().await? {
-            let k = self.keys.host(&host);
-            let left: i64 = self
-                .redis
-                .script(&scripts::LEFT, &[&k.queue, &k.leases, &k.retries], &[])
-                .await?;
-            if left > 0 {
-                return Ok(false);
+            for shard in self.shards_of(&host).await? {
+                let k = self.keys.part(&host, shard);
+                let left: i64 = self
+                    .redis
+                    .script(&scripts::LEFT, &[&k.queue, &k.leases, &k.retries], &[])
+                    .await?;
+                if left > 0 {
+                    return Ok(false);
+                }
             }
         }
         let after: Option<i64> = self

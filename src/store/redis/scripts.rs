@@ -1,4 +1,5 @@
-//! The Lua scripts: each is one atomic step on one host's keys (one cluster slot). Every
+//! The Lua scripts: each is one atomic step on keys of one cluster slot: a host's own
+//! (`keys::HostKeys`) or a host's part in one shard (`keys::PartKeys`). Every
 //! script is safe to run again after a lost reply: `trawl` retries calls while Redis is
 //! away, so a script may run twice for one intent.
 //!
@@ -13,9 +14,10 @@ const NOW: &str = "local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 ";
 
-/// Admit URLs of one host. KEYS: seen, queue, state, variants, out. ARGV:
-/// max-pages-per-host (0: none), how many more may be queued for `max-pages` (-1: no
-/// limit), `front` or `back`, max-depth (0: none), max-query-variants (0: none), then per
+/// Admit URLs of one host in one shard. KEYS: seen, queue, variants, out, counts. ARGV:
+/// how many more of the host's URLs may be queued for `max-pages-per-host` and how many
+/// for `max-pages` (both reserved in other slots before the call; -1: no limit), `front`
+/// or `back`, max-depth (0: none), max-query-variants (0: none), then per
 /// URL: key hash, queue element, row JSON (for the results stream), skip reason as judged
 /// where it was found (empty to queue it), the depth it was found at, 1 if found by a
 /// followed link, the hash of its query group (empty for a URL without a query).
@@ -30,24 +32,25 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 ///
 /// What changed goes to the results stream as one entry of lines `CODE \t SKIP \t DEPTH \t
 /// ROW`: `n` a new URL, `d` a shorter depth, `q` queued after being held back.
-/// Returns {queued, per URL: 1 new, 2 queued after being held back, 0 otherwise}.
+/// Returns {queued, how many counted against `max-pages-per-host`, per URL: 1 new, 2
+/// queued after being held back, 0 otherwise}.
 pub static ADMIT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
-        "local per_host = tonumber(ARGV[1])
+        "local host_allow = tonumber(ARGV[1])
 local allow = tonumber(ARGV[2])
 local front = ARGV[3] == 'front'
 local max_depth = tonumber(ARGV[4])
 local max_variants = tonumber(ARGV[5])
 local letter = {[''] = 'q', ['max-depth'] = 'D', ['nofollow'] = 'N', ['sitemap'] = 'M'}
-local queued, skipped = 0, 0
+local queued, skipped, host_used = 0, 0, 0
 local flags, lines = {}, {}
 local function budget(skip, group)
   if skip == '' and max_variants > 0 and group ~= ''
-     and redis.call('HINCRBY', KEYS[4], group, 1) > max_variants then
+     and redis.call('HINCRBY', KEYS[3], group, 1) > max_variants then
     skip = 'max-query-variants'
   end
-  if skip == '' and per_host > 0 and redis.call('HINCRBY', KEYS[3], 'admitted', 1) > per_host then
-    skip = 'max-pages-per-host'
+  if skip == '' and host_allow >= 0 then
+    if host_used >= host_allow then skip = 'max-pages-per-host' else host_used = host_used + 1 end
   end
   if skip == '' and allow >= 0 and queued >= allow then
     skip = 'max-pages'
@@ -90,70 +93,87 @@ for i = 6, #ARGV, 7 do
   flags[#flags + 1] = flag
 end
 if #lines > 0 then
-  redis.call('XADD', KEYS[5], '*', 't', 'a', 'r', table.concat(lines, '\\n'))
+  redis.call('XADD', KEYS[4], '*', 't', 'a', 'r', table.concat(lines, '\\n'))
 end
-if skipped > 0 then redis.call('HINCRBY', KEYS[3], 'skipped', skipped) end
-return {queued, flags}",
+if skipped > 0 then redis.call('HINCRBY', KEYS[5], 'skipped', skipped) end
+return {queued, host_used, flags}",
     )
 });
 
-/// Lease URLs of one host. KEYS: queue, leases, retries, state, seen, tries. ARGV:
-/// per-host limit, interval ms, lease ms, most to take.
+/// Take request slots of one host. KEYS: state, tokens. ARGV: per-host limit, interval ms,
+/// lease ms, then token ids (as many as wanted).
 ///
-/// First returns expired leases (their process died) and due retries to the front of
-/// the queue; then, if the host is not paused, past its interval and under its limit,
-/// moves up to N elements from the queue into the leases, dropping any whose URL was
-/// finished meanwhile (a lease that expired while its holder still worked). The per-host
-/// limit counts every process's leases, so it holds for the whole crawl.
+/// Tokens are the host's requests in flight, crawl-wide: whatever shard a URL comes from,
+/// its fetch holds one of the host's tokens, taken here first. Expired tokens (their
+/// process died) are dropped; then, if the host is not paused and past its interval, up
+/// to the per-host limit of them are taken, one at most when requests are spaced.
 ///
-/// Returns {wait ms, reclaimed, element1, depth1, tries1, element2, ...}.
-pub static TAKE: LazyLock<Script> = LazyLock::new(|| {
+/// Returns {wait ms, token1, token2, ...}.
+pub static GRANT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{NOW}
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local paused = tonumber(redis.call('HGET', KEYS[1], 'paused_until') or '0')
+local next_at = tonumber(redis.call('HGET', KEYS[1], 'next_at') or '0')
+local ready = math.max(paused, next_at)
+if ready > now then return {{ready - now}} end
+local interval = tonumber(ARGV[2])
+local n = math.min(tonumber(ARGV[1]) - redis.call('ZCARD', KEYS[2]), #ARGV - 3)
+if interval > 0 then n = math.min(n, 1) end
+local out = {{0}}
+for i = 1, n do
+  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[3 + i])
+  out[#out + 1] = ARGV[3 + i]
+end
+if n > 0 and interval > 0 then
+  redis.call('HSET', KEYS[1], 'next_at', now + interval)
+end
+return out"
+    ))
+});
+
+/// Lease URLs of one host's part in a shard, for tokens the caller holds. KEYS: queue,
+/// leases, retries, seen, tries. ARGV: lease ms, most to take.
+///
+/// First returns expired leases (their process died) and due retries to the front of the
+/// queue; then moves up to N elements from the queue into the leases, dropping any whose
+/// URL was finished meanwhile (a lease that expired while its holder still worked).
+///
+/// Returns {reclaimed, element1, depth1, tries1, element2, ...}.
+pub static POP: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
         "{NOW}
 local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
 for _, k in ipairs(expired) do
   redis.call('ZREM', KEYS[2], k)
-  -- A slot taken for a sitemap read ('~' elements) is no URL to fetch again.
-  if string.sub(k, 1, 1) ~= '~' then redis.call('LPUSH', KEYS[1], k) end
+  redis.call('LPUSH', KEYS[1], k)
 end
 local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
 for _, k in ipairs(due) do
   redis.call('ZREM', KEYS[3], k)
   redis.call('LPUSH', KEYS[1], k)
 end
-local out = {{0, #expired}}
-local paused = tonumber(redis.call('HGET', KEYS[4], 'paused_until') or '0')
-local next_at = tonumber(redis.call('HGET', KEYS[4], 'next_at') or '0')
-local ready = math.max(paused, next_at)
-if ready > now then
-  out[1] = ready - now
-  return out
-end
-local interval = tonumber(ARGV[2])
-local n = math.min(tonumber(ARGV[1]) - redis.call('ZCARD', KEYS[2]), tonumber(ARGV[4]))
-if interval > 0 then n = math.min(n, 1) end
+local out = {{#expired}}
+local n = tonumber(ARGV[2])
 local took = 0
 while took < n do
   local el = redis.call('LPOP', KEYS[1])
   if not el then break end
   local h = string.sub(el, 1, 32)
-  local v = redis.call('HGET', KEYS[5], h)
+  local v = redis.call('HGET', KEYS[4], h)
   if not (v and string.sub(v, -1) == 'x') then
-    redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), el)
+    redis.call('ZADD', KEYS[2], now + tonumber(ARGV[1]), el)
     out[#out + 1] = el
     out[#out + 1] = v and string.sub(v, 1, -2) or '0'
-    out[#out + 1] = redis.call('HGET', KEYS[6], h) or '0'
+    out[#out + 1] = redis.call('HGET', KEYS[5], h) or '0'
     took = took + 1
   end
-end
-if took > 0 and interval > 0 then
-  redis.call('HSET', KEYS[4], 'next_at', now + interval)
 end
 return out"
     ))
 });
 
-/// Finish a leased URL with its result. KEYS: seen, out, leases, tries, state. ARGV: key
+/// Finish a leased URL with its result. KEYS: seen, out, leases, tries, counts. ARGV: key
 /// hash, queue element, key, page JSON, outlinks JSON (empty for none), the most entries
 /// the results stream may hold (0: no limit).
 ///
@@ -202,7 +222,7 @@ pub static RELEASE: LazyLock<Script> = LazyLock::new(|| {
         "local n = 0
 for i = 1, #ARGV do
   local el = ARGV[i]
-  if redis.call('ZREM', KEYS[1], el) == 1 and string.sub(el, 1, 1) ~= '~' then
+  if redis.call('ZREM', KEYS[1], el) == 1 then
     local v = redis.call('HGET', KEYS[3], string.sub(el, 1, 32))
     if not (v and string.sub(v, -1) == 'x') then
       redis.call('LPUSH', KEYS[2], el)
@@ -214,8 +234,9 @@ return n",
     )
 });
 
-/// Extend leases this process still holds. KEYS: leases. ARGV: lease ms, elements. A
-/// lease that already expired (and may be someone else's now) is not touched.
+/// Extend leases (or tokens) this process still holds. KEYS: leases (or tokens). ARGV:
+/// lease ms, members. One that already expired (and may be someone else's now) is not
+/// touched.
 pub static RENEW: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
         "{NOW}
@@ -249,7 +270,8 @@ return at"
     ))
 });
 
-/// Work left on a host: queued + leased + waiting to retry. KEYS: queue, leases, retries.
+/// Work left on a host's part in a shard: queued + leased + waiting to retry. KEYS: queue,
+/// leases, retries.
 pub static LEFT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         "return redis.call('LLEN', KEYS[1]) + redis.call('ZCARD', KEYS[2]) + redis.call('ZCARD', KEYS[3])",
@@ -257,7 +279,7 @@ pub static LEFT: LazyLock<Script> = LazyLock::new(|| {
 });
 
 /// Record a leased URL as not fetched (robots.txt forbids it) and end its lease. KEYS:
-/// seen, out, leases, tries, state. ARGV: key hash, queue element, key, reason. A page
+/// seen, out, leases, tries, counts. ARGV: key hash, queue element, key, reason. A page
 /// stored meanwhile (a lease that expired while its holder worked) is left as it is.
 pub static SKIP: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
@@ -289,9 +311,9 @@ return start - now"
 });
 
 /// Take one of a host's request slots for a request outside the queues (a sitemap read):
-/// a lease on a key of its own (starting with `~`, which no URL key does), counted with the
-/// URL leases against the per-host limit and in the drain check, dropped when it expires.
-/// KEYS: leases. ARGV: the key, per-host limit, lease ms. Returns 1 when taken.
+/// a token of its own, counted with the fetches' tokens against the per-host limit,
+/// dropped when it expires. KEYS: tokens. ARGV: the token, per-host limit, lease ms.
+/// Returns 1 when taken.
 pub static OCCUPY: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
         "{NOW}

@@ -1,5 +1,5 @@
 //! Where a Redis crawl stands: for `trawl status --store URL --crawl-id ID`, from any
-//! machine, while processes crawl or after. One pipeline per host; the failed seeds come
+//! machine, while processes crawl or after. One pipeline per host and shard; the failed seeds come
 //! from the results file, when it is on this machine.
 
 use std::collections::HashMap;
@@ -95,22 +95,27 @@ pub async fn count(redis: &Redis, keys: &CrawlKeys) -> Result<Counts, DistError>
         ..Counts::default()
     };
     for host in &hosts {
-        let k = keys.host(host);
-        let mut pipe = redis::pipe();
-        pipe.hlen(&k.seen)
-            .hget(&k.state, "stored")
-            .hget(&k.state, "skipped")
-            .llen(&k.queue)
-            .zcard(&k.leases)
-            .zcard(&k.retries);
-        type Row = (u64, Option<u64>, Option<u64>, u64, u64, u64);
-        let (seen, stored, skipped, q, leases, retries): Row = redis.pipe(&pipe).await?;
-        c.known += seen;
-        c.stored += stored.unwrap_or(0);
-        c.skipped += skipped.unwrap_or(0);
-        c.queued += q;
-        c.leased += leases;
-        c.retrying += retries;
+        let shards: Vec<usize> = redis
+            .cmd(redis::cmd("SMEMBERS").arg(keys.host(host).shards))
+            .await?;
+        for shard in shards.into_iter().filter(|s| *s < keys.shard_count()) {
+            let k = keys.part(host, shard);
+            let mut pipe = redis::pipe();
+            pipe.hlen(&k.seen)
+                .hget(&k.counts, "stored")
+                .hget(&k.counts, "skipped")
+                .llen(&k.queue)
+                .zcard(&k.leases)
+                .zcard(&k.retries);
+            type Row = (u64, Option<u64>, Option<u64>, u64, u64, u64);
+            let (seen, stored, skipped, q, leases, retries): Row = redis.pipe(&pipe).await?;
+            c.known += seen;
+            c.stored += stored.unwrap_or(0);
+            c.skipped += skipped.unwrap_or(0);
+            c.queued += q;
+            c.leased += leases;
+            c.retrying += retries;
+        }
     }
     Ok(c)
 }
@@ -127,7 +132,8 @@ pub async fn read(store: &str, crawl_id: &str) -> Result<RedisStatus, DistError>
         })
     };
     let redis = Redis::connect(&url, cancel).await?;
-    let keys = CrawlKeys::new(&id);
+    let mut keys = CrawlKeys::new(&id);
+    keys.set_shards(super::join::shards(&redis, &keys).await?);
     let meta: HashMap<String, String> = redis.cmd(redis::cmd("HGETALL").arg(&keys.meta)).await?;
     if !meta.contains_key("config") {
         timer.abort();

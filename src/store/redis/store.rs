@@ -10,8 +10,10 @@ use dashmap::DashMap;
 use url::Url;
 
 use super::collect::Collecting;
-use super::process::Process;
-use super::queue::{hash_hex, Admit, Admitted, Budget, Lease, Queue, Queued, Row, StoredEdge};
+use super::process::{self, Held, Process};
+use super::queue::Queue;
+use super::records::{hash_hex, Admit, Admitted, Budget, Lease, Queued, Row, StoredEdge};
+use super::take::Taker;
 use super::{status, CrawlKeys, DistError, Redis};
 use crate::admit::{Candidate, Outlinks, Rules, SkipReason};
 use crate::config::CrawlConfig;
@@ -26,8 +28,6 @@ use crate::warc::CommitBarrier;
 /// and doubles while nothing comes).
 const IDLE_MAX: Duration = Duration::from_millis(200);
 const IDLE_MIN: Duration = Duration::from_millis(5);
-/// How often the host list is read again.
-const HOSTS_EVERY: Duration = Duration::from_millis(500);
 
 /// One process's part of a Redis crawl. See the module doc of [`crate::store::redis`].
 pub struct RedisStore {
@@ -35,9 +35,10 @@ pub struct RedisStore {
     keys: CrawlKeys,
     queue: Arc<Queue>,
     rules: Arc<Rules>,
-    /// Leases this process holds: queue element -> host. Renewed until the page is completed; given
-    /// back when the process stops.
-    held: Arc<DashMap<String, String>>,
+    /// What this process holds: URL leases (by queue element) with their tokens, and
+    /// tokens alone. Renewed until the page is completed; given back when the process
+    /// stops.
+    held: Arc<DashMap<String, Held>>,
     per_host: usize,
     /// The configured spacing between requests to one host.
     interval: Duration,
@@ -46,10 +47,7 @@ pub struct RedisStore {
     lease: Duration,
     /// The WARC records of a page are written before its result is stored.
     barrier: Option<Arc<CommitBarrier>>,
-    dispatch: tokio::sync::Mutex<Dispatch>,
-    /// Hosts not to ask before then: paused, inside their spacing, or empty or at their
-    /// limit when last asked (until this process frees one of their slots).
-    not_before: DashMap<String, Instant>,
+    taker: Taker,
     /// How long `wait` sleeps next.
     idle: Mutex<Duration>,
     /// This process finished a URL: a slot of its host is free.
@@ -57,13 +55,6 @@ pub struct RedisStore {
     process: Process,
     /// This process's collector, when it was given the results file.
     collector: Mutex<Option<Collecting>>,
-}
-
-/// The dispatcher's view of the hosts: which to ask, and where the last round stopped.
-struct Dispatch {
-    hosts: Vec<String>,
-    hosts_read: Option<Instant>,
-    start: usize,
 }
 
 /// A Redis job's handle: its lease.
@@ -94,7 +85,9 @@ impl RedisStore {
             },
         ));
         let held = Arc::new(DashMap::new());
-        let process = Process::start(&redis, &keys, &queue, &held, config.lease, stats);
+        let id = process::new_id();
+        let taker = Taker::new(queue.clone(), config.per_host, config.lease, id.clone());
+        let process = Process::start(&redis, &keys, &queue, &held, config.lease, stats, id);
         RedisStore {
             redis,
             keys,
@@ -106,12 +99,7 @@ impl RedisStore {
             host_intervals: DashMap::new(),
             lease: config.lease,
             barrier: barrier.map(Arc::new),
-            dispatch: tokio::sync::Mutex::new(Dispatch {
-                hosts: Vec::new(),
-                hosts_read: None,
-                start: 0,
-            }),
-            not_before: DashMap::new(),
+            taker,
             idle: Mutex::new(IDLE_MIN),
             freed: tokio::sync::Notify::new(),
             process,
@@ -121,14 +109,14 @@ impl RedisStore {
 
     /// This process is done with a URL of `host` (stored, retried, skipped, given back):
     /// the host may have room again, so the dispatcher need not wait out its idle time.
-    fn finished_one(&self, host: &str, element: &str) {
-        self.held.remove(element);
-        self.not_before.remove(host);
+    fn finished_one(&self, host: &str, member: &str) {
+        self.held.remove(member);
+        self.taker.not_before.remove(host);
         *self.idle.lock().unwrap_or_else(|p| p.into_inner()) = IDLE_MIN;
         self.freed.notify_one();
     }
 
-    /// The key of this process's slot for requests outside the queues on `host`.
+    /// The token of this process's slot for requests outside the queues on `host`.
     fn slot_key(&self, host: &str) -> String {
         format!("~{}/{host}", self.process.id())
     }
@@ -140,13 +128,14 @@ impl RedisStore {
             .max(self.interval)
     }
 
-    /// The candidates grouped by host for the admission script, and the page's edges.
+    /// The candidates grouped by host and shard for the admission script, and the page's
+    /// edges.
     fn plan(
         &self,
         referrer: Option<&str>,
         candidates: impl Iterator<Item = Candidate>,
-    ) -> (HashMap<String, Vec<Admit>>, Vec<StoredEdge>) {
-        let mut groups: HashMap<String, Vec<Admit>> = HashMap::new();
+    ) -> (Groups, Vec<StoredEdge>) {
+        let mut groups = Groups::new();
         let mut edges = Vec::new();
         for c in candidates {
             let mut key = String::new();
@@ -167,7 +156,8 @@ impl RedisStore {
                 url: queued.url.clone(),
                 referrer: referrer.map(str::to_owned),
             };
-            groups.entry(host_key(&c.url)).or_default().push(Admit {
+            let part = (host_key(&c.url), self.keys.shard_of(&queued.key));
+            groups.entry(part).or_default().push(Admit {
                 element: queued.element(&hash),
                 row: serde_json::to_string(&row).expect("serialising a row"),
                 group: query_group(&queued.key).map(hash_hex),
@@ -180,19 +170,20 @@ impl RedisStore {
         (groups, edges)
     }
 
-    /// Admit each host's group (one script per host, sent together); bump the generation
-    /// when work changed hands, before the page that made it is completed.
-    async fn admit(
-        &self,
-        groups: &HashMap<String, Vec<Admit>>,
-        front: bool,
-    ) -> Result<Admitted, DistError> {
+    /// Admit each group (one script per host and shard, sent together); bump the
+    /// generation when work changed hands, before the page that made it is completed.
+    async fn admit(&self, groups: &Groups, front: bool) -> Result<Admitted, DistError> {
         let calls = groups
             .iter()
-            .map(|(host, urls)| self.queue.admit(host, urls, front));
+            .map(|((host, shard), urls)| self.queue.admit(host, *shard, urls, front));
         let mut all = Admitted::default();
-        for r in futures_util::future::join_all(calls).await {
+        for (r, (host, shard)) in futures_util::future::join_all(calls)
+            .await
+            .into_iter()
+            .zip(groups.keys())
+        {
             let a = r?;
+            self.taker.admitted(host, *shard);
             all.new += a.new;
             all.requeued += a.requeued;
         }
@@ -248,52 +239,27 @@ impl RedisStore {
 
     /// Take from the hosts in turn, from where the last take stopped.
     async fn take_round(&self, room: usize) -> Result<Vec<Lease>, DistError> {
-        let mut d = self.dispatch.lock().await;
-        if d.hosts_read.is_none_or(|t| t.elapsed() >= HOSTS_EVERY) {
-            d.hosts = self.queue.active_hosts().await?;
-            d.hosts_read = Some(Instant::now());
-        }
         let idle = *self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        let n = d.hosts.len();
-        let mut leases = Vec::new();
-        for i in 0..n {
-            if leases.len() >= room {
-                break;
-            }
-            let host = d.hosts[(d.start + i) % n].clone();
-            if self.not_before.get(&host).is_some_and(|t| *t > now) {
-                continue;
-            }
-            let interval = self.interval_of(&host);
-            let want = room - leases.len();
-            let taken = self
-                .queue
-                .take(&host, self.per_host, interval, self.lease, want)
-                .await?;
-            if taken.reclaimed > 0 {
-                tracing::info!(
-                    host,
-                    n = taken.reclaimed,
-                    "took back expired leases of a process that stopped"
-                );
-            }
-            if !taken.wait.is_zero() {
-                self.not_before.insert(host, now + taken.wait);
-            } else if taken.leases.is_empty() {
-                // Empty or at its limit: ask again after the current idle wait rather
-                // than on every pass over the other hosts.
-                self.not_before.insert(host, now + idle);
-            }
-            for lease in taken.leases {
-                self.held.insert(lease.element.clone(), lease.host.clone());
-                leases.push(lease);
-            }
+        let leases = self
+            .taker
+            .round(room, idle, |host| self.interval_of(host))
+            .await?;
+        for lease in &leases {
+            self.held.insert(
+                lease.element.clone(),
+                Held {
+                    host: lease.host.clone(),
+                    shard: Some(lease.shard),
+                    token: lease.token.clone(),
+                },
+            );
         }
-        d.start = d.start.wrapping_add(1);
         Ok(leases)
     }
 }
+
+/// Candidates to admit, by host and shard.
+type Groups = HashMap<(String, usize), Vec<Admit>>;
 
 impl Store for RedisStore {
     type Host = String;
@@ -386,7 +352,14 @@ impl Store for RedisStore {
     async fn release(&self, job: Job<Self>) -> Result<(), DistError> {
         let lease = job.ticket;
         self.queue
-            .release(&lease.host, std::slice::from_ref(&lease.element))
+            .release(
+                &lease.host,
+                lease.shard,
+                std::slice::from_ref(&lease.element),
+            )
+            .await?;
+        self.queue
+            .free(&lease.host, std::slice::from_ref(&lease.token))
             .await?;
         self.finished_one(&lease.host, &lease.element);
         Ok(())
@@ -410,14 +383,21 @@ impl Store for RedisStore {
             .await?;
         if taken {
             // Renewed with the URL leases while the read lasts.
-            self.held.insert(slot, host.clone());
+            self.held.insert(
+                slot.clone(),
+                Held {
+                    host: host.clone(),
+                    shard: None,
+                    token: slot,
+                },
+            );
         }
         Ok(taken)
     }
 
     async fn vacate(&self, host: &String) -> Result<(), DistError> {
         let slot = self.slot_key(host);
-        self.queue.vacate(host, &slot).await?;
+        self.queue.free(host, std::slice::from_ref(&slot)).await?;
         self.finished_one(host, &slot);
         Ok(())
     }
@@ -448,11 +428,17 @@ impl Store for RedisStore {
         });
         let candidate = Candidate::sitemap_doc(doc.url.clone(), parent_key.is_some());
         let (groups, _) = self.plan(parent_key.as_deref(), std::iter::once(candidate));
-        let (doc_host, mut doc_admit) = groups.into_iter().next().expect("one candidate");
+        let ((doc_host, doc_shard), mut doc_admit) =
+            groups.into_iter().next().expect("one candidate");
         let doc_admit = doc_admit.pop().expect("one candidate");
         let is_new = self
             .queue
-            .admit(&doc_host, std::slice::from_ref(&doc_admit), false)
+            .admit(
+                &doc_host,
+                doc_shard,
+                std::slice::from_ref(&doc_admit),
+                false,
+            )
             .await?
             .new
             == 1;
@@ -475,6 +461,8 @@ impl Store for RedisStore {
         }
         let as_lease = Lease {
             host: doc_host,
+            shard: doc_shard,
+            token: String::new(),
             queued: Queued {
                 key: doc_key,
                 ..Queued::default()
