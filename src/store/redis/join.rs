@@ -82,10 +82,12 @@ pub async fn add_seeds(redis: &Redis, keys: &CrawlKeys, seeds: &[String]) -> Res
     Ok(())
 }
 
-/// Shards per cluster master: enough that a master's share of a site stays near a third
-/// (on three masters) however the site's paths hash, few enough that a page's links reach
-/// a handful of shards.
-const SHARDS_PER_MASTER: usize = 8;
+/// Shards per cluster master. The spread over the masters is by construction (each serves
+/// as many shards), and the hash of a site's many paths splits it evenly over the shards,
+/// so one per master would do; two leave a shard to move to a master added later. More
+/// would only multiply the admission scripts a page's links cost (measured: 8 per master
+/// on 3 masters, about 20 per page of 50 links).
+const SHARDS_PER_MASTER: usize = 2;
 
 /// The shards of a new crawl: one on a single server (one slot is all there is); on a
 /// cluster, `SHARDS_PER_MASTER` per master, each tag searched for until its slot is one
