@@ -87,7 +87,7 @@ pub(crate) struct SitemapDoc {
 }
 
 /// What a store holds about its crawl, when it has one.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct StoredCrawl {
     /// The configuration it started with (TOML).
     pub config: String,

@@ -96,18 +96,34 @@ impl ResultsFile {
         }
     }
 
-    /// The file to read the results of the crawl `keys` from, on this machine.
-    pub(crate) async fn readable(redis: &Redis, keys: &CrawlKeys) -> Result<PathBuf, DistError> {
+    /// The file to read the results of the crawl `keys` from, on this machine; `None`
+    /// when its collector has written nothing yet (the file is missing or empty).
+    pub(crate) async fn readable(
+        redis: &Redis,
+        keys: &CrawlKeys,
+    ) -> Result<Option<PathBuf>, DistError> {
         let Some(file) = ResultsFile::of(redis, keys).await? else {
             return Err(DistError::NoResults {
                 id: keys.id().to_owned(),
             });
         };
-        match file.local() {
-            Some(p) if p.exists() => Ok(p.to_owned()),
-            _ => Err(file.shown(keys.id())),
-        }
+        let Some(path) = file.local() else {
+            return Err(file.shown(keys.id()));
+        };
+        Ok(begun(path).then(|| path.to_owned()))
     }
+}
+
+/// Whether a collector has made `path` a crawl file: a collector stopped between creating
+/// the file and its schema leaves an empty or schema-less file, which holds nothing yet.
+fn begun(path: &Path) -> bool {
+    let Ok(conn) =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+    else {
+        return false;
+    };
+    conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))
+        .is_ok_and(|v| v > 0)
 }
 
 /// Record `path` as where the crawl's results go, unless another file is recorded: then

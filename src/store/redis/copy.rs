@@ -12,7 +12,7 @@ use super::collect::ResultsFile;
 use super::conn::Redis;
 use super::keys::CrawlKeys;
 use super::{parse_target, DistError};
-use crate::store::{OpenMode, SqliteStore, StoreError};
+use crate::store::{OpenMode, SqliteStore, StoreError, StoredCrawl};
 
 /// How long a reader waits for an unreachable Redis before giving up.
 const CONNECT_PATIENCE: Duration = Duration::from_secs(30);
@@ -48,7 +48,11 @@ async fn connect(store: &str, crawl_id: &str) -> Result<(Redis, CrawlKeys), Dist
 /// collector may be writing it: open it read-only).
 pub async fn results_file(store: &str, crawl_id: &str) -> Result<PathBuf, DistError> {
     let (redis, keys) = connect(store, crawl_id).await?;
-    ResultsFile::readable(&redis, &keys).await
+    ResultsFile::readable(&redis, &keys)
+        .await?
+        .ok_or(DistError::NoResults {
+            id: keys.id().to_owned(),
+        })
 }
 
 /// Copy the crawl `crawl_id` of the Redis at `store` into a new SQLite file `path`: its
@@ -58,11 +62,32 @@ pub async fn to_sqlite(store: &str, crawl_id: &str, path: &Path) -> Result<Copie
     if path.exists() {
         return Err(DistError::TargetExists(path.display().to_string()));
     }
-    let source = results_file(store, crawl_id).await?;
+    let (redis, keys) = connect(store, crawl_id).await?;
     let target = path.to_owned();
-    tokio::task::spawn_blocking(move || vacuum_into(&source, &target))
-        .await
-        .map_err(|e| DistError::Internal(format!("the copy panicked: {e}")))?
+    // None: its collector was stopped before it wrote anything, nothing is collected yet.
+    let source = ResultsFile::readable(&redis, &keys).await?;
+    let crawl = super::read(&redis, &keys).await?.unwrap_or_default();
+    tokio::task::spawn_blocking(move || {
+        let copied = match source {
+            Some(source) => vacuum_into(&source, &target)?,
+            None => Copied::default(),
+        };
+        record(&target, &crawl)?;
+        Ok(copied)
+    })
+    .await
+    .map_err(|e| DistError::Internal(format!("the copy panicked: {e}")))?
+}
+
+/// Give the copy the crawl's record when its collector had not written it yet, and mark
+/// it as crawled by nobody: a copy is never running.
+fn record(target: &Path, crawl: &StoredCrawl) -> Result<(), DistError> {
+    let store = SqliteStore::open(target, OpenMode::Crawl)?;
+    if store.crawl()?.is_none() {
+        store.write_crawl(&crawl.seeds, &crawl.config)?;
+    }
+    store.mark_running(false)?;
+    Ok(())
 }
 
 fn vacuum_into(source: &Path, target: &Path) -> Result<Copied, DistError> {

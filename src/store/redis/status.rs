@@ -74,7 +74,7 @@ pub struct RedisStatus {
 /// The seeds whose fetch failed, as the crawl's results file records them (when it is on
 /// this machine: results live there, not in Redis).
 async fn failed_seeds(redis: &Redis, keys: &CrawlKeys) -> Vec<FailedSeed> {
-    let Ok(path) = ResultsFile::readable(redis, keys).await else {
+    let Ok(Some(path)) = ResultsFile::readable(redis, keys).await else {
         return Vec::new();
     };
     tokio::task::spawn_blocking(move || {
