@@ -29,8 +29,9 @@
 //! - [`store`]: the seam the engine crawls through (`Store`), and its two sides:
 //!   `store::local` (per-host queues that spill to disk, the visited set within
 //!   `visited-memory`, the single SQLite writer, resume) and `store::redis` (many
-//!   processes, one crawl: leases, shared politeness, Lua scripts, a copy into SQLite for
-//!   export and reports; the `redis` feature).
+//!   processes, one crawl: the keys and their shards, Lua scripts, leases and tokens for
+//!   shared politeness, and the results sink, a collector writing the crawl's SQLite file
+//!   through the local writer; the `redis` feature).
 //! - `admit`: the admission rules, skip reasons, and the planning of links, redirects,
 //!   sitemap entries and seeds into candidates, shared by both stores.
 //! - `politeness`: what trawl asks of each host before fetching from it: robots.txt,
