@@ -174,7 +174,17 @@ impl Collecting {
     /// Start collecting the crawl `keys` into `path`.
     pub(crate) fn start(redis: Redis, keys: CrawlKeys, path: PathBuf) -> Collecting {
         let (stop, rx) = watch::channel(Stop::No);
-        let task = tokio::spawn(collect(redis, keys, path, rx));
+        let task = tokio::spawn(async move {
+            let collected = collect(redis, keys, path, rx).await;
+            if let Err(e) = &collected {
+                // Said now, not only when the crawl ends: the crawl goes on, and its
+                // results wait in Redis (up to the buffer, then the crawl waits too).
+                tracing::error!(
+                    "collecting the results stopped: {e}; they wait in Redis until a process of the crawl given --db FILE collects them"
+                );
+            }
+            collected
+        });
         Collecting { stop, task }
     }
 
