@@ -15,7 +15,7 @@
 //! once, whoever collects and however it stopped. The file's crawl lock (a `flock`) lets
 //! one collector in at a time; other processes given the same `--db` wait on it and take
 //! over when the collector dies. The crawl records which file on which machine collects
-//! (`ResultsFile`), so a second file never splits the results.
+//! (`results::ResultsFile`), so a second file never splits the results.
 //!
 //! Entries of one stream come in order; across streams they need not, so an entry that
 //! names a URL not yet written (a link to a URL whose stream is read later) waits in
@@ -25,22 +25,17 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rusqlite::{params, Transaction};
-use serde::{Deserialize, Serialize};
+use rusqlite::params;
 use tokio::sync::watch;
 
 use super::conn::Redis;
+use super::entries::{sql_error, Entry, Ids, Known};
 use super::keys::{CrawlKeys, Stream};
-use super::process::hostname;
-use super::records::{Row, StoredEdge};
+use super::queue::shards_of;
 use super::DistError;
-use crate::admit::SkipReason;
-use crate::link::LinkKind;
-use crate::result::PageResult;
-use crate::store::local::pending::{Edge, HostId, NewHost, NewUrl, PageRecord, PendingRows, UrlId};
-use crate::store::local::writer::{write_page, write_rows};
+use crate::store::local::pending::{HostId, UrlId};
 use crate::store::{now_ms, OpenMode, SqliteStore, StoreError};
-use crate::url_norm::{host_key, key_hash};
+use crate::url_norm::key_hash;
 
 /// Entries read per stream per call.
 const BATCH: usize = 1000;
@@ -50,108 +45,6 @@ const IDLE: Duration = Duration::from_millis(50);
 const STANDBY: Duration = Duration::from_secs(1);
 /// How often every stream is read, not only those marked as written to.
 const SWEEP: Duration = Duration::from_secs(5);
-
-/// Where a crawl's results are collected: the meta field `results`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct ResultsFile {
-    /// The machine holding the file (its host name).
-    pub machine: String,
-    /// The file, as an absolute path on that machine.
-    pub path: PathBuf,
-}
-
-impl ResultsFile {
-    /// `path` on this machine.
-    fn here(path: &Path) -> ResultsFile {
-        ResultsFile {
-            machine: hostname(),
-            path: std::path::absolute(path).unwrap_or_else(|_| path.to_owned()),
-        }
-    }
-
-    /// The crawl's results file, if a process claimed one.
-    pub(crate) async fn of(redis: &Redis, keys: &CrawlKeys) -> Result<Option<Self>, DistError> {
-        let text: Option<String> = redis
-            .cmd(redis::cmd("HGET").arg(&keys.meta).arg("results"))
-            .await?;
-        text.map(|t| {
-            serde_json::from_str(&t).map_err(|e| DistError::Corrupt {
-                what: "the results file".into(),
-                detail: e.to_string(),
-            })
-        })
-        .transpose()
-    }
-
-    /// The file, when it is on this machine.
-    pub(crate) fn local(&self) -> Option<&Path> {
-        (self.machine == hostname()).then_some(self.path.as_path())
-    }
-
-    fn shown(&self, id: &str) -> DistError {
-        DistError::ResultsElsewhere {
-            id: id.to_owned(),
-            path: self.path.display().to_string(),
-            machine: self.machine.clone(),
-        }
-    }
-
-    /// The file to read the results of the crawl `keys` from, on this machine; `None`
-    /// when its collector has written nothing yet (the file is missing or empty).
-    pub(crate) async fn readable(
-        redis: &Redis,
-        keys: &CrawlKeys,
-    ) -> Result<Option<PathBuf>, DistError> {
-        let Some(file) = ResultsFile::of(redis, keys).await? else {
-            return Err(DistError::NoResults {
-                id: keys.id().to_owned(),
-            });
-        };
-        let Some(path) = file.local() else {
-            return Err(file.shown(keys.id()));
-        };
-        Ok(begun(path).then(|| path.to_owned()))
-    }
-}
-
-/// Whether a collector has made `path` a crawl file: a collector stopped between creating
-/// the file and its schema leaves an empty or schema-less file, which holds nothing yet.
-fn begun(path: &Path) -> bool {
-    let Ok(conn) =
-        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-    else {
-        return false;
-    };
-    conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))
-        .is_ok_and(|v| v > 0)
-}
-
-/// Record `path` as where the crawl's results go, unless another file is recorded: then
-/// refuse, so the results are never split over two files.
-pub(crate) async fn claim(
-    redis: &Redis,
-    keys: &CrawlKeys,
-    path: &Path,
-) -> Result<ResultsFile, DistError> {
-    let mine = ResultsFile::here(path);
-    let _: i64 = redis
-        .cmd(
-            redis::cmd("HSETNX")
-                .arg(&keys.meta)
-                .arg("results")
-                .arg(serde_json::to_string(&mine).expect("serialising a path")),
-        )
-        .await?;
-    let theirs = ResultsFile::of(redis, keys).await?.unwrap_or(mine.clone());
-    if theirs != mine {
-        return Err(DistError::OtherResults {
-            id: keys.id().to_owned(),
-            path: theirs.path.display().to_string(),
-            machine: theirs.machine,
-        });
-    }
-    Ok(mine)
-}
 
 /// How the collector is asked to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -270,12 +163,7 @@ async fn collect(
 /// Every results stream of the crawl: each host's own, and its part in each of its shards.
 async fn every_stream(redis: &Redis, keys: &CrawlKeys) -> Result<Vec<Stream>, DistError> {
     let hosts: Vec<String> = redis.cmd(redis::cmd("SMEMBERS").arg(&keys.hosts)).await?;
-    let calls = hosts.iter().map(|h| async move {
-        let shards: Vec<usize> = redis
-            .cmd(redis::cmd("SMEMBERS").arg(keys.host(h).shards))
-            .await?;
-        Ok::<_, DistError>(shards)
-    });
+    let calls = hosts.iter().map(|h| shards_of(redis, keys, h));
     let mut streams = Vec::new();
     for (host, shards) in hosts
         .iter()
@@ -286,12 +174,10 @@ async fn every_stream(redis: &Redis, keys: &CrawlKeys) -> Result<Vec<Stream>, Di
             shard: None,
         });
         for shard in shards? {
-            if shard < keys.shard_count() {
-                streams.push(Stream {
-                    host: host.clone(),
-                    shard: Some(shard),
-                });
-            }
+            streams.push(Stream {
+                host: host.clone(),
+                shard: Some(shard),
+            });
         }
     }
     Ok(streams)
@@ -332,22 +218,6 @@ async fn take_file(
     }
 }
 
-/// One entry of a results stream: its id and its fields.
-#[derive(Debug)]
-struct Entry {
-    id: String,
-    fields: Vec<String>,
-}
-
-impl Entry {
-    fn field(&self, name: &str) -> Option<&str> {
-        self.fields
-            .chunks_exact(2)
-            .find(|kv| kv[0] == name)
-            .map(|kv| kv[1].as_str())
-    }
-}
-
 /// What a round committed: per stream, the last entry written.
 type Applied = HashMap<Stream, String>;
 
@@ -355,9 +225,7 @@ type Applied = HashMap<Stream, String>;
 /// yet written.
 struct Sink {
     store: SqliteStore,
-    ids: HashMap<u128, UrlId>,
-    hosts: HashMap<String, HostId>,
-    next_url: UrlId,
+    known: Known,
     /// Per stream: the last entry read (the file's position, then ahead of it).
     cursors: HashMap<Stream, String>,
     /// Per stream: entries read, not yet written.
@@ -370,31 +238,32 @@ impl Sink {
         let shown = path.display().to_string();
         let sql = |e| sql_error(&shown, e);
         let conn = store.conn_mut();
-        let mut ids = HashMap::new();
-        let mut next_url = 1;
+        let mut known = Known {
+            next_url: 1,
+            next_host: 1,
+            ..Known::default()
+        };
         {
             let mut st = conn.prepare("SELECT id, key FROM urls").map_err(sql)?;
             let mut rows = st.query([]).map_err(sql)?;
             while let Some(r) = rows.next().map_err(sql)? {
                 let id: i64 = r.get(0).map_err(sql)?;
                 let key: String = r.get(1).map_err(sql)?;
-                ids.insert(key_hash(&key), id as UrlId);
-                next_url = next_url.max(id as UrlId + 1);
+                known.urls.insert(key_hash(&key), id as UrlId);
+                known.next_url = known.next_url.max(id as UrlId + 1);
             }
         }
-        let hosts = collect_pairs(conn, "SELECT name, id FROM hosts", sql)?
-            .into_iter()
-            .map(|(n, id): (String, i64)| (n, id as HostId))
-            .collect();
+        for (name, id) in collect_pairs::<String, i64>(conn, "SELECT name, id FROM hosts", sql)? {
+            known.next_host = known.next_host.max(id as HostId + 1);
+            known.hosts.insert(name, id as HostId);
+        }
         let cursors = collect_pairs(conn, "SELECT stream, last_id FROM collected", sql)?
             .into_iter()
             .filter_map(|(m, id): (String, String)| Some((Stream::parse(&m)?, id)))
             .collect();
         Ok(Sink {
             store,
-            ids,
-            hosts,
-            next_url,
+            known,
             cursors,
             queues: HashMap::new(),
         })
@@ -486,18 +355,11 @@ impl Sink {
         let sql = |e| sql_error(&shown, e);
         let Sink {
             store,
-            ids,
-            hosts,
-            next_url,
+            known,
             queues,
             ..
         } = self;
-        let mut ids = Ids {
-            ids,
-            hosts,
-            next_url,
-            force,
-        };
+        let mut ids = Ids { known, force };
         let tx = store.conn_mut().transaction().map_err(sql)?;
         let mut applied = Applied::new();
         loop {
@@ -590,258 +452,6 @@ fn collect_pairs<A: rusqlite::types::FromSql, B: rusqlite::types::FromSql>(
     rows.collect::<Result<_, _>>().map_err(sql)
 }
 
-fn sql_error(shown: &str, e: rusqlite::Error) -> DistError {
-    DistError::Store(StoreError::Sqlite {
-        path: shown.to_owned(),
-        source: e,
-    })
-}
-
-/// Why an entry could not be written.
-enum WriteError {
-    Sql(rusqlite::Error),
-    Corrupt(String, String),
-}
-
-impl WriteError {
-    fn at(self, shown: &str) -> DistError {
-        match self {
-            WriteError::Sql(e) => sql_error(shown, e),
-            WriteError::Corrupt(what, detail) => DistError::Corrupt { what, detail },
-        }
-    }
-}
-
-impl From<rusqlite::Error> for WriteError {
-    fn from(e: rusqlite::Error) -> Self {
-        WriteError::Sql(e)
-    }
-}
-
-fn parse<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T, WriteError> {
-    serde_json::from_str(text).map_err(|e| WriteError::Corrupt(what.to_owned(), e.to_string()))
-}
-
-/// The ids of a round: known URLs and hosts, and how new ones are numbered.
-struct Ids<'a> {
-    ids: &'a mut HashMap<u128, UrlId>,
-    hosts: &'a mut HashMap<String, HostId>,
-    next_url: &'a mut UrlId,
-    force: bool,
-}
-
-impl Ids<'_> {
-    fn url(&self, key: &str) -> Option<UrlId> {
-        self.ids.get(&key_hash(key)).copied()
-    }
-
-    fn host(&mut self, name: &str, rows: &mut PendingRows) -> HostId {
-        if let Some(id) = self.hosts.get(name) {
-            return *id;
-        }
-        let id = self.hosts.values().max().map_or(1, |m| m + 1);
-        self.hosts.insert(name.to_owned(), id);
-        rows.hosts.push(NewHost {
-            id,
-            name: name.to_owned(),
-        });
-        id
-    }
-
-    fn assign(&mut self, key: &str) -> UrlId {
-        let id = *self.next_url;
-        *self.next_url += 1;
-        self.ids.insert(key_hash(key), id);
-        id
-    }
-
-    /// The id of `key`, or (when forced) a new row for it; `None`: wait for its row.
-    fn need(&mut self, key: &str, rows: &mut PendingRows) -> Option<UrlId> {
-        if let Some(id) = self.url(key) {
-            return Some(id);
-        }
-        if !self.force {
-            return None;
-        }
-        let host = url::Url::parse(key)
-            .map(|u| host_key(&u))
-            .unwrap_or_default();
-        let host = self.host(&host, rows);
-        let id = self.assign(key);
-        rows.urls.push(NewUrl {
-            id,
-            host,
-            key: key.to_owned(),
-            url: None,
-            depth: 0,
-            referrer: None,
-            skip: None,
-        });
-        Some(id)
-    }
-
-    /// Write one entry of `host`'s stream; false when it names a URL not written yet.
-    fn write(&mut self, tx: &Transaction<'_>, host: &str, e: &Entry) -> Result<bool, WriteError> {
-        let mut rows = PendingRows::default();
-        let written = self.write_entry(tx, host, e, &mut rows)?;
-        if !written {
-            // Not written: the host rows it made are not in the file.
-            for h in &rows.hosts {
-                self.hosts.remove(&h.name);
-            }
-        }
-        Ok(written)
-    }
-
-    fn write_entry(
-        &mut self,
-        tx: &Transaction<'_>,
-        host: &str,
-        e: &Entry,
-        rows: &mut PendingRows,
-    ) -> Result<bool, WriteError> {
-        let host_id = self.host(host, rows);
-        match e.field("t") {
-            Some("a") => {
-                let lines = Lines::parse(e.field("r").unwrap_or_default())?;
-                // Referrers first: the entry is written whole or not at all.
-                let mine: HashSet<u128> = lines.new_keys().map(key_hash).collect();
-                for r in lines.referrers() {
-                    if !mine.contains(&key_hash(r)) && self.url(r).is_none() && !self.force {
-                        return Ok(false);
-                    }
-                }
-                for line in &lines.0 {
-                    self.admitted(line, host_id, rows);
-                }
-            }
-            Some("p") => {
-                let key = e.field("k").unwrap_or_default();
-                let result: PageResult = parse(e.field("r").unwrap_or_default(), key)?;
-                let stored: Vec<StoredEdge> = match e.field("e") {
-                    Some(t) if !t.is_empty() => parse(t, "an edge list")?,
-                    _ => Vec::new(),
-                };
-                let mut edges = Vec::with_capacity(stored.len());
-                for (dst, kind, nofollow, anchor) in stored {
-                    let Some(dst) = self.need(&dst, rows) else {
-                        return Ok(false);
-                    };
-                    edges.push(Edge {
-                        dst,
-                        kind: LinkKind::from_code(kind).unwrap_or(LinkKind::A),
-                        nofollow,
-                        anchor,
-                    });
-                }
-                let Some(id) = self.need(key, rows) else {
-                    return Ok(false);
-                };
-                write_rows(tx, rows)?;
-                write_page(tx, &PageRecord { id, result, edges })?;
-                return Ok(true);
-            }
-            Some("s") => {
-                let key = e.field("k").unwrap_or_default();
-                let Some(id) = self.need(key, rows) else {
-                    return Ok(false);
-                };
-                if let Ok(reason) = e.field("why").unwrap_or_default().parse::<SkipReason>() {
-                    rows.skips.push((id, reason));
-                }
-            }
-            Some("h") => {
-                if let Some(until) = e.field("until").and_then(|u| u.parse().ok()) {
-                    rows.pauses.push((host_id, until));
-                }
-            }
-            other => {
-                return Err(WriteError::Corrupt(
-                    format!("a results stream of {host}"),
-                    format!("an entry of unknown type {other:?}"),
-                ))
-            }
-        }
-        write_rows(tx, rows)?;
-        Ok(true)
-    }
-
-    /// One line of an admission entry.
-    fn admitted(&mut self, line: &Line, host: HostId, rows: &mut PendingRows) {
-        let known = self.url(&line.row.key);
-        match (line.code, known) {
-            ('n', None) => {
-                let referrer = line
-                    .row
-                    .referrer
-                    .as_deref()
-                    .and_then(|r| self.need(r, rows));
-                let id = self.assign(&line.row.key);
-                rows.urls.push(NewUrl {
-                    id,
-                    host,
-                    key: line.row.key.clone(),
-                    url: line.row.url.clone(),
-                    depth: line.depth,
-                    referrer,
-                    skip: line.skip,
-                });
-            }
-            ('n' | 'd', Some(id)) => rows.depths.push((id, line.depth)),
-            ('q', Some(id)) => rows.requeues.push((id, line.depth)),
-            _ => {}
-        }
-    }
-}
-
-/// One line of an admission entry (see `scripts::ADMIT`).
-struct Line {
-    code: char,
-    skip: Option<SkipReason>,
-    depth: u32,
-    row: Row,
-}
-
-struct Lines(Vec<Line>);
-
-impl Lines {
-    fn parse(text: &str) -> Result<Lines, WriteError> {
-        let bad = |detail: String| WriteError::Corrupt("an admission entry".into(), detail);
-        let mut out = Vec::new();
-        for line in text.split('\n').filter(|l| !l.is_empty()) {
-            let mut parts = line.splitn(4, '\t');
-            let (Some(code), Some(skip), Some(depth), Some(row)) =
-                (parts.next(), parts.next(), parts.next(), parts.next())
-            else {
-                return Err(bad(format!("line {line:?}")));
-            };
-            let skip = if skip.is_empty() {
-                None
-            } else {
-                Some(skip.parse::<SkipReason>().map_err(bad)?)
-            };
-            out.push(Line {
-                code: code.chars().next().unwrap_or(' '),
-                skip,
-                depth: depth.parse().map_err(|_| bad(format!("depth {depth:?}")))?,
-                row: parse(row, "an admitted row")?,
-            });
-        }
-        Ok(Lines(out))
-    }
-
-    fn new_keys(&self) -> impl Iterator<Item = &str> {
-        self.0
-            .iter()
-            .filter(|l| l.code == 'n')
-            .map(|l| l.row.key.as_str())
-    }
-
-    fn referrers(&self) -> impl Iterator<Item = &str> {
-        self.0.iter().filter_map(|l| l.row.referrer.as_deref())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -850,15 +460,5 @@ mod tests {
     fn the_id_after_an_entry() {
         assert_eq!(after("1700000000000-0"), "1700000000000-1");
         assert_eq!(after("5-41"), "5-42");
-    }
-
-    #[test]
-    fn admission_lines_parse() {
-        let text = "n\t\t0\t{\"k\":\"http://a/\"}\nn\tout-of-scope\t1\t{\"k\":\"http://b/\",\"r\":\"http://a/\"}";
-        let lines = Lines::parse(text).ok().unwrap();
-        assert_eq!(lines.0.len(), 2);
-        assert_eq!(lines.0[1].skip, Some(SkipReason::OutOfScope));
-        assert_eq!(lines.referrers().collect::<Vec<_>>(), ["http://a/"]);
-        assert!(Lines::parse("n\t\tx\t{}").is_err());
     }
 }

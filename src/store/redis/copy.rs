@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::collect::ResultsFile;
 use super::conn::Redis;
 use super::keys::CrawlKeys;
+use super::results::ResultsFile;
 use super::{parse_target, DistError};
 use crate::store::{OpenMode, SqliteStore, StoreError, StoredCrawl};
 

@@ -18,12 +18,14 @@
 mod collect;
 mod conn;
 pub mod copy;
+mod entries;
 mod error;
 mod join;
 mod keys;
 mod process;
 mod queue;
 mod records;
+mod results;
 mod scripts;
 pub mod status;
 mod store;
@@ -31,12 +33,13 @@ mod take;
 
 use std::time::Duration;
 
-pub(crate) use collect::{claim, rest as collect_rest, ResultsFile};
+pub(crate) use collect::rest as collect_rest;
 pub(crate) use conn::Redis;
 pub use conn::StoreUrl;
 pub use error::DistError;
 pub(crate) use join::{add_seeds, create, read, shards};
 pub(crate) use keys::{check_crawl_id, CrawlKeys};
+pub(crate) use results::{claim, ResultsFile};
 pub(crate) use store::RedisStore;
 
 /// Open the Redis store named by `store` and check `crawl_id`.

@@ -20,12 +20,9 @@ pub struct Queue {
     redis: Redis,
     keys: CrawlKeys,
     budget: Budget,
-    /// Hosts this process has already added to the `hosts` set.
-    registered: Mutex<HashSet<String>>,
-    /// Hosts this process has already added to the `active` set.
-    activated: Mutex<HashSet<String>>,
-    /// (host, shard) pairs this process has already added to the host's `shards` set.
-    parts: Mutex<HashSet<(String, usize)>>,
+    /// (set, member) pairs this process has already added: hosts to `hosts` and `active`,
+    /// shards to a host's `shards`.
+    added: Mutex<HashSet<(String, String)>>,
     /// Streams this process wrote to, for the `unread` set.
     unread: Mutex<HashSet<Stream>>,
 }
@@ -41,9 +38,7 @@ impl Queue {
             redis,
             keys,
             budget,
-            registered: Mutex::new(HashSet::new()),
-            activated: Mutex::new(HashSet::new()),
-            parts: Mutex::new(HashSet::new()),
+            added: Mutex::new(HashSet::new()),
             unread: Mutex::new(HashSet::new()),
         }
     }
@@ -91,13 +86,12 @@ impl Queue {
         // Before the script: a host must never hold URLs in a shard without the sets the
         // dispatchers, the drain check and the collector walk naming it, even if this
         // process dies between.
-        self.add_once(&self.registered, &self.keys.hosts, host)
-            .await?;
+        self.add_once(&self.keys.hosts, host).await?;
         if fetchable > 0 {
-            self.add_once(&self.activated, &self.keys.active, host)
-                .await?;
+            self.add_once(&self.keys.active, host).await?;
         }
-        self.add_part(host, shard).await?;
+        self.add_once(&self.keys.host(host).shards, &shard.to_string())
+            .await?;
         let k = self.keys.part(host, shard);
         let state = self.keys.host(host).state;
         let host_allow = self
@@ -209,39 +203,17 @@ impl Queue {
         Ok(())
     }
 
-    /// `SADD set host`, once per process.
-    async fn add_once(
-        &self,
-        done: &Mutex<HashSet<String>>,
-        set: &str,
-        host: &str,
-    ) -> Result<(), DistError> {
-        if done.lock().expect("lock").contains(host) {
+    /// `SADD set member`, once per process.
+    async fn add_once(&self, set: &str, member: &str) -> Result<(), DistError> {
+        let pair = (set.to_owned(), member.to_owned());
+        if self.added.lock().expect("lock").contains(&pair) {
             return Ok(());
         }
         let _: i64 = self
             .redis
-            .cmd(redis::cmd("SADD").arg(set).arg(host))
+            .cmd(redis::cmd("SADD").arg(set).arg(member))
             .await?;
-        done.lock().expect("lock").insert(host.to_owned());
-        Ok(())
-    }
-
-    /// Add `shard` to `host`'s shards, once per process.
-    async fn add_part(&self, host: &str, shard: usize) -> Result<(), DistError> {
-        let part = (host.to_owned(), shard);
-        if self.parts.lock().expect("lock").contains(&part) {
-            return Ok(());
-        }
-        let _: i64 = self
-            .redis
-            .cmd(
-                redis::cmd("SADD")
-                    .arg(&self.keys.host(host).shards)
-                    .arg(shard),
-            )
-            .await?;
-        self.parts.lock().expect("lock").insert(part);
+        self.added.lock().expect("lock").insert(pair);
         Ok(())
     }
 
@@ -254,13 +226,7 @@ impl Queue {
 
     /// The shards holding URLs of `host`, in order.
     pub async fn shards_of(&self, host: &str) -> Result<Vec<usize>, DistError> {
-        let mut shards: Vec<usize> = self
-            .redis
-            .cmd(redis::cmd("SMEMBERS").arg(&self.keys.host(host).shards))
-            .await?;
-        shards.retain(|s| *s < self.keys.shard_count());
-        shards.sort_unstable();
-        Ok(shards)
+        shards_of(&self.redis, &self.keys, host).await
     }
 
     /// Take up to `tokens.len()` of `host`'s request slots, under the per-host limit, its
@@ -575,4 +541,19 @@ impl Queue {
             .await?;
         Ok(before == after)
     }
+}
+
+/// The shards holding URLs of `host` (the host's `shards` set), in order: for the
+/// dispatcher, the drain check, the collector and `trawl status` alike.
+pub async fn shards_of(
+    redis: &Redis,
+    keys: &CrawlKeys,
+    host: &str,
+) -> Result<Vec<usize>, DistError> {
+    let mut shards: Vec<usize> = redis
+        .cmd(redis::cmd("SMEMBERS").arg(keys.host(host).shards))
+        .await?;
+    shards.retain(|s| *s < keys.shard_count());
+    shards.sort_unstable();
+    Ok(shards)
 }

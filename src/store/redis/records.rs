@@ -6,7 +6,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::DistError;
-use crate::url_norm::key_hash;
 
 /// A URL in a host's queue: what a process needs to fetch it. The queue element is its key
 /// hash (32 hex digits, so the scripts find its `seen` entry without parsing JSON) followed
@@ -49,11 +48,6 @@ impl Queued {
 
 /// Hex digits of a key hash.
 pub const HASH_LEN: usize = 32;
-
-/// A key's hash as the Redis keys name it.
-pub fn hash_hex(key: &str) -> String {
-    format!("{:032x}", key_hash(key))
-}
 
 /// A newly known URL's row as the results stream carries it (depth and skip reason travel
 /// beside it, decided by the admission script).

@@ -8,9 +8,10 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::collect::ResultsFile;
 use super::conn::Redis;
 use super::keys::CrawlKeys;
+use super::queue::shards_of;
+use super::results::ResultsFile;
 use super::{parse_target, DistError, HEARTBEAT};
 use crate::result::{now_ms, FailedSeed};
 use crate::store::{OpenMode, SqliteStore};
@@ -95,10 +96,7 @@ pub async fn count(redis: &Redis, keys: &CrawlKeys) -> Result<Counts, DistError>
         ..Counts::default()
     };
     for host in &hosts {
-        let shards: Vec<usize> = redis
-            .cmd(redis::cmd("SMEMBERS").arg(keys.host(host).shards))
-            .await?;
-        for shard in shards.into_iter().filter(|s| *s < keys.shard_count()) {
+        for shard in shards_of(redis, keys, host).await? {
             let k = keys.part(host, shard);
             let mut pipe = redis::pipe();
             pipe.hlen(&k.seen)

@@ -12,7 +12,7 @@ use url::Url;
 use super::collect::Collecting;
 use super::process::{self, Held, Process};
 use super::queue::Queue;
-use super::records::{hash_hex, Admit, Admitted, Budget, Lease, Queued, Row, StoredEdge};
+use super::records::{Admit, Admitted, Budget, Lease, Queued, Row, StoredEdge};
 use super::take::Taker;
 use super::{status, CrawlKeys, DistError, Redis};
 use crate::admit::{Candidate, Outlinks, Rules, SkipReason};
@@ -21,7 +21,7 @@ use crate::result::{ErrorKind, PageResult};
 use crate::stats::Stats;
 use crate::store::{Finished, FrontierCounts, Job, SitemapDoc, Store, Taken};
 use crate::traps::query_group;
-use crate::url_norm::host_key;
+use crate::url_norm::{host_key, key_hash};
 use crate::warc::CommitBarrier;
 
 /// How long `wait` sleeps when nothing could be taken, at most (it starts at `IDLE_MIN`
@@ -144,7 +144,12 @@ impl RedisStore {
             if let Some(e) = c.edge {
                 edges.push((key.clone(), e.kind.code(), e.nofollow, e.anchor));
             }
-            let hash = hash_hex(&key);
+            // The URL's hash names it; its path's (the same without a query) picks its
+            // shard and counts its query variants: each hashed once.
+            let own = key_hash(&key);
+            let group = query_group(&key).map(key_hash);
+            let shard = self.keys.shard_of(group.unwrap_or(own));
+            let hash = format!("{own:032x}");
             let url = (c.url.as_str() != key).then(|| c.url.to_string());
             let queued = Queued {
                 key,
@@ -156,16 +161,18 @@ impl RedisStore {
                 url: queued.url.clone(),
                 referrer: referrer.map(str::to_owned),
             };
-            let part = (host_key(&c.url), self.keys.shard_of(&queued.key));
-            groups.entry(part).or_default().push(Admit {
-                element: queued.element(&hash),
-                row: serde_json::to_string(&row).expect("serialising a row"),
-                group: query_group(&queued.key).map(hash_hex),
-                hash,
-                depth: c.depth,
-                skip: skip.map(SkipReason::as_str),
-                follow: c.follow,
-            });
+            groups
+                .entry((host_key(&c.url), shard))
+                .or_default()
+                .push(Admit {
+                    element: queued.element(&hash),
+                    row: serde_json::to_string(&row).expect("serialising a row"),
+                    group: group.map(|g| format!("{g:032x}")),
+                    hash,
+                    depth: c.depth,
+                    skip: skip.map(SkipReason::as_str),
+                    follow: c.follow,
+                });
         }
         (groups, edges)
     }

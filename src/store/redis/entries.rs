@@ -1,0 +1,317 @@
+//! Writing the entries of a Redis crawl's results streams into its SQLite file, through
+//! the local store's row writers (`store::local::writer`): what each entry type means as
+//! rows, and which URLs an entry needs written before it.
+
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::Transaction;
+
+use super::records::{Row, StoredEdge};
+use super::DistError;
+use crate::admit::SkipReason;
+use crate::link::LinkKind;
+use crate::result::PageResult;
+use crate::store::local::pending::{Edge, HostId, NewHost, NewUrl, PageRecord, PendingRows, UrlId};
+use crate::store::local::writer::{write_page, write_rows};
+use crate::store::StoreError;
+use crate::url_norm::{host_key, key_hash};
+
+/// One entry of a results stream: its id and its fields.
+#[derive(Debug)]
+pub(super) struct Entry {
+    pub id: String,
+    pub fields: Vec<String>,
+}
+
+impl Entry {
+    fn field(&self, name: &str) -> Option<&str> {
+        self.fields
+            .chunks_exact(2)
+            .find(|kv| kv[0] == name)
+            .map(|kv| kv[1].as_str())
+    }
+}
+
+/// A SQLite error on the file `shown`.
+pub(super) fn sql_error(shown: &str, e: rusqlite::Error) -> DistError {
+    DistError::Store(StoreError::Sqlite {
+        path: shown.to_owned(),
+        source: e,
+    })
+}
+
+/// Why an entry could not be written.
+pub(super) enum WriteError {
+    Sql(rusqlite::Error),
+    Corrupt(String, String),
+}
+
+impl WriteError {
+    pub fn at(self, shown: &str) -> DistError {
+        match self {
+            WriteError::Sql(e) => sql_error(shown, e),
+            WriteError::Corrupt(what, detail) => DistError::Corrupt { what, detail },
+        }
+    }
+}
+
+impl From<rusqlite::Error> for WriteError {
+    fn from(e: rusqlite::Error) -> Self {
+        WriteError::Sql(e)
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T, WriteError> {
+    serde_json::from_str(text).map_err(|e| WriteError::Corrupt(what.to_owned(), e.to_string()))
+}
+
+/// The ids of the file's URLs (by key hash) and hosts, and the next of each to give.
+#[derive(Default)]
+pub(super) struct Known {
+    pub urls: HashMap<u128, UrlId>,
+    pub hosts: HashMap<String, HostId>,
+    pub next_url: UrlId,
+    pub next_host: HostId,
+}
+
+/// Writing a round's entries: the ids known, and whether unknown URLs get rows of their
+/// own (`force`) rather than waiting for their rows.
+pub(super) struct Ids<'a> {
+    pub known: &'a mut Known,
+    pub force: bool,
+}
+
+impl Ids<'_> {
+    fn url(&self, key: &str) -> Option<UrlId> {
+        self.known.urls.get(&key_hash(key)).copied()
+    }
+
+    fn host(&mut self, name: &str, rows: &mut PendingRows) -> HostId {
+        if let Some(id) = self.known.hosts.get(name) {
+            return *id;
+        }
+        let id = self.known.next_host;
+        self.known.next_host += 1;
+        self.known.hosts.insert(name.to_owned(), id);
+        rows.hosts.push(NewHost {
+            id,
+            name: name.to_owned(),
+        });
+        id
+    }
+
+    fn assign(&mut self, key: &str) -> UrlId {
+        let id = self.known.next_url;
+        self.known.next_url += 1;
+        self.known.urls.insert(key_hash(key), id);
+        id
+    }
+
+    /// The id of `key`, or (when forced) a new row for it; `None`: wait for its row.
+    fn need(&mut self, key: &str, rows: &mut PendingRows) -> Option<UrlId> {
+        if let Some(id) = self.url(key) {
+            return Some(id);
+        }
+        if !self.force {
+            return None;
+        }
+        let host = url::Url::parse(key)
+            .map(|u| host_key(&u))
+            .unwrap_or_default();
+        let host = self.host(&host, rows);
+        let id = self.assign(key);
+        rows.urls.push(NewUrl {
+            id,
+            host,
+            key: key.to_owned(),
+            url: None,
+            depth: 0,
+            referrer: None,
+            skip: None,
+        });
+        Some(id)
+    }
+
+    /// Write one entry of `host`'s stream; false when it names a URL not written yet.
+    pub fn write(
+        &mut self,
+        tx: &Transaction<'_>,
+        host: &str,
+        e: &Entry,
+    ) -> Result<bool, WriteError> {
+        let mut rows = PendingRows::default();
+        let written = self.write_entry(tx, host, e, &mut rows)?;
+        if !written {
+            // Not written: the host rows it made are not in the file, and their ids are
+            // given again.
+            for h in &rows.hosts {
+                self.known.hosts.remove(&h.name);
+                self.known.next_host = self.known.next_host.min(h.id);
+            }
+        }
+        Ok(written)
+    }
+
+    fn write_entry(
+        &mut self,
+        tx: &Transaction<'_>,
+        host: &str,
+        e: &Entry,
+        rows: &mut PendingRows,
+    ) -> Result<bool, WriteError> {
+        let host_id = self.host(host, rows);
+        match e.field("t") {
+            Some("a") => {
+                let lines = Lines::parse(e.field("r").unwrap_or_default())?;
+                // Referrers first: the entry is written whole or not at all.
+                let mine: HashSet<u128> = lines.new_keys().map(key_hash).collect();
+                for r in lines.referrers() {
+                    if !mine.contains(&key_hash(r)) && self.url(r).is_none() && !self.force {
+                        return Ok(false);
+                    }
+                }
+                for line in &lines.0 {
+                    self.admitted(line, host_id, rows);
+                }
+            }
+            Some("p") => {
+                let key = e.field("k").unwrap_or_default();
+                let result: PageResult = parse(e.field("r").unwrap_or_default(), key)?;
+                let stored: Vec<StoredEdge> = match e.field("e") {
+                    Some(t) if !t.is_empty() => parse(t, "an edge list")?,
+                    _ => Vec::new(),
+                };
+                let mut edges = Vec::with_capacity(stored.len());
+                for (dst, kind, nofollow, anchor) in stored {
+                    let Some(dst) = self.need(&dst, rows) else {
+                        return Ok(false);
+                    };
+                    edges.push(Edge {
+                        dst,
+                        kind: LinkKind::from_code(kind).unwrap_or(LinkKind::A),
+                        nofollow,
+                        anchor,
+                    });
+                }
+                let Some(id) = self.need(key, rows) else {
+                    return Ok(false);
+                };
+                write_rows(tx, rows)?;
+                write_page(tx, &PageRecord { id, result, edges })?;
+                return Ok(true);
+            }
+            Some("s") => {
+                let key = e.field("k").unwrap_or_default();
+                let Some(id) = self.need(key, rows) else {
+                    return Ok(false);
+                };
+                if let Ok(reason) = e.field("why").unwrap_or_default().parse::<SkipReason>() {
+                    rows.skips.push((id, reason));
+                }
+            }
+            Some("h") => {
+                if let Some(until) = e.field("until").and_then(|u| u.parse().ok()) {
+                    rows.pauses.push((host_id, until));
+                }
+            }
+            other => {
+                return Err(WriteError::Corrupt(
+                    format!("a results stream of {host}"),
+                    format!("an entry of unknown type {other:?}"),
+                ))
+            }
+        }
+        write_rows(tx, rows)?;
+        Ok(true)
+    }
+
+    /// One line of an admission entry.
+    fn admitted(&mut self, line: &Line, host: HostId, rows: &mut PendingRows) {
+        let known = self.url(&line.row.key);
+        match (line.code, known) {
+            ('n', None) => {
+                let referrer = line
+                    .row
+                    .referrer
+                    .as_deref()
+                    .and_then(|r| self.need(r, rows));
+                let id = self.assign(&line.row.key);
+                rows.urls.push(NewUrl {
+                    id,
+                    host,
+                    key: line.row.key.clone(),
+                    url: line.row.url.clone(),
+                    depth: line.depth,
+                    referrer,
+                    skip: line.skip,
+                });
+            }
+            ('n' | 'd', Some(id)) => rows.depths.push((id, line.depth)),
+            ('q', Some(id)) => rows.requeues.push((id, line.depth)),
+            _ => {}
+        }
+    }
+}
+
+/// One line of an admission entry (see `scripts::ADMIT`).
+struct Line {
+    code: char,
+    skip: Option<SkipReason>,
+    depth: u32,
+    row: Row,
+}
+
+struct Lines(Vec<Line>);
+
+impl Lines {
+    fn parse(text: &str) -> Result<Lines, WriteError> {
+        let bad = |detail: String| WriteError::Corrupt("an admission entry".into(), detail);
+        let mut out = Vec::new();
+        for line in text.split('\n').filter(|l| !l.is_empty()) {
+            let mut parts = line.splitn(4, '\t');
+            let (Some(code), Some(skip), Some(depth), Some(row)) =
+                (parts.next(), parts.next(), parts.next(), parts.next())
+            else {
+                return Err(bad(format!("line {line:?}")));
+            };
+            let skip = if skip.is_empty() {
+                None
+            } else {
+                Some(skip.parse::<SkipReason>().map_err(bad)?)
+            };
+            out.push(Line {
+                code: code.chars().next().unwrap_or(' '),
+                skip,
+                depth: depth.parse().map_err(|_| bad(format!("depth {depth:?}")))?,
+                row: parse(row, "an admitted row")?,
+            });
+        }
+        Ok(Lines(out))
+    }
+
+    fn new_keys(&self) -> impl Iterator<Item = &str> {
+        self.0
+            .iter()
+            .filter(|l| l.code == 'n')
+            .map(|l| l.row.key.as_str())
+    }
+
+    fn referrers(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().filter_map(|l| l.row.referrer.as_deref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admission_lines_parse() {
+        let text = "n\t\t0\t{\"k\":\"http://a/\"}\nn\tout-of-scope\t1\t{\"k\":\"http://b/\",\"r\":\"http://a/\"}";
+        let lines = Lines::parse(text).ok().unwrap();
+        assert_eq!(lines.0.len(), 2);
+        assert_eq!(lines.0[1].skip, Some(SkipReason::OutOfScope));
+        assert_eq!(lines.referrers().collect::<Vec<_>>(), ["http://a/"]);
+        assert!(Lines::parse("n\t\tx\t{}").is_err());
+    }
+}
