@@ -22,8 +22,9 @@ use tokio::sync::Notify;
 use url::Url;
 
 use trawl::internals::{
-    canonical_key_into, key_hash, Drain, Edge, Extractor, Frontier, Gate, Held, HostPolicy, Link,
-    NewHost, NewUrl, Outlinks, PageRecord, Pending, Rules, Scope, Seen, StoreWriter, Visited,
+    canonical_key_into, key_hash, Drain, Edge, EdgeSpec, Extractor, Frontier, Gate, Held,
+    HostPolicy, Link, NewHost, NewUrl, Outlinks, PageRecord, Pending, Position, Rules, Scope, Seen,
+    StoreWriter, Visited,
 };
 use trawl::store::{OpenMode, SqliteStore};
 use trawl::ScopeMode;
@@ -415,9 +416,17 @@ fn write_crawl(dir: &std::path::Path, rt: &tokio::runtime::Runtime) -> Duration 
             let edges = (0..EDGES_PER_PAGE)
                 .map(|k| Edge {
                     dst: 1 + r.below(next_id - 1),
-                    kind: if k < 3 { LinkKind::Link } else { LinkKind::A },
-                    nofollow: false,
-                    anchor: (k >= 3).then(|| "Topic 17: the frontier queue".to_string()),
+                    spec: EdgeSpec {
+                        kind: if k < 3 { LinkKind::Link } else { LinkKind::A },
+                        nofollow: false,
+                        anchor: (k >= 3).then(|| "Topic 17: the frontier queue".to_string()),
+                        // Docs pages link to sections: one link in five has a fragment.
+                        fragment: (k % 5 == 4).then(|| "method.push".to_string()),
+                        at: Some(Position {
+                            line: 40 + k as u32,
+                            col: 9,
+                        }),
+                    },
                 })
                 .collect();
             handle

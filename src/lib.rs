@@ -115,8 +115,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// tests: not part of the API, and free to change with any release.
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::admit::{Outlinks, Rules};
-    pub use crate::extract::{extract, Extractor, Link};
+    pub use crate::admit::{EdgeSpec, Outlinks, Rules};
+    pub use crate::extract::{extract, Extractor, Link, Position};
     pub use crate::politeness::retry_after::{capped, parse_retry_after};
     pub use crate::politeness::robots::Robots;
     pub use crate::sitemap::parse as parse_sitemap;

@@ -39,6 +39,15 @@ pub struct PageResult {
     /// The response's `Last-Modified` header, as sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_modified: Option<String>,
+    /// An HTML page's fragment targets (every `id`, every `<a name>`), newline-separated
+    /// in document order; `None` when not collected (not HTML, `check-fragments` off, or
+    /// past the per-page cap). What a link's `#fragment` is judged against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ids: Option<String>,
+    /// Checked, not crawled: an out-of-scope link under `check-external`, asked with HEAD
+    /// (GET when HEAD is refused or the page's ids are needed); its links are not followed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub checked: bool,
     /// When the request started, Unix ms.
     pub fetched_at: i64,
     /// Request start to body end, in milliseconds.

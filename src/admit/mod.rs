@@ -18,7 +18,7 @@ mod plan;
 mod skip;
 
 use crate::url_norm::{canonical_key_into, key_hash, Scope};
-pub use plan::{plan_redirect, Candidate, Judged, Outlinks};
+pub use plan::{plan_redirect, Candidate, EdgeSpec, Judged, Outlinks};
 pub use skip::SkipReason;
 
 /// The canonical key of `url` in `key`, without session IDs when `strip_session_ids` (the
@@ -79,6 +79,8 @@ pub struct Rules {
     pub traps: Traps,
     /// Remove session IDs from canonical keys.
     pub strip_session_ids: bool,
+    /// Out-of-scope links are checked once, not skipped (`check-external`).
+    pub check_external: bool,
 }
 
 impl Rules {
@@ -104,7 +106,14 @@ impl Rules {
                 max_query_variants: config.max_query_variants,
             },
             strip_session_ids: config.strip_session_ids,
+            check_external: config.check_external,
         }
+    }
+
+    /// Whether `url` (canonical key `key`) is checked rather than crawled: an external
+    /// link under `check-external`. Its response's links are not followed.
+    pub fn checks(&self, url: &Url, key: &str) -> bool {
+        self.check_external && self.scope.is_external(url, key)
     }
 
     /// The canonical key of `url` in `key`, without session IDs when so configured.
@@ -127,6 +136,14 @@ impl Rules {
         depth: u32,
         follow: bool,
     ) -> Option<SkipReason> {
+        if self.checks(url, key) {
+            // A check adds nothing to the crawl, so depth and the trap limits (there to
+            // stop endless crawling) do not apply; the user's filter and nofollow do.
+            return match &self.filter {
+                Some(f) if !f(url) => Some(SkipReason::Filtered),
+                _ => (!follow).then_some(SkipReason::Nofollow),
+            };
+        }
         self.scope
             .check(url, key)
             .map_err(SkipReason::from)

@@ -5,7 +5,7 @@
 use url::Url;
 
 use super::{RedirectError, Rules, SkipReason};
-use crate::extract::Link;
+use crate::extract::{Link, Position};
 use crate::link::LinkKind;
 use crate::result::ErrorKind;
 
@@ -20,7 +20,7 @@ pub enum Judged {
     Skip(SkipReason),
 }
 
-/// The edge a candidate is the target of.
+/// The edge a candidate is the target of: what both stores record of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EdgeSpec {
     /// Element or event that made it.
@@ -29,6 +29,24 @@ pub struct EdgeSpec {
     pub nofollow: bool,
     /// The link's text (for `<a>`).
     pub anchor: Option<String>,
+    /// The link's `#fragment` as written (percent-encoded, without `#`), if any: judged
+    /// against the target's ids by `trawl report broken`.
+    pub fragment: Option<String>,
+    /// Where its element starts in the source page, when an element made it.
+    pub at: Option<Position>,
+}
+
+impl EdgeSpec {
+    /// An edge no element made (a redirect, a sitemap entry): no text, fragment or place.
+    pub fn plain(kind: LinkKind) -> EdgeSpec {
+        EdgeSpec {
+            kind,
+            nofollow: false,
+            anchor: None,
+            fragment: None,
+            at: None,
+        }
+    }
 }
 
 /// A URL to admit: what it is, where it was found and how it is judged.
@@ -71,21 +89,13 @@ impl Candidate {
     /// A sitemap document listed by robots.txt (or probed at `/sitemap.xml`) or by an index:
     /// stored as a URL of its own, never fetched as a page.
     pub fn sitemap_doc(url: Url, listed_by_index: bool) -> Candidate {
-        let edge = listed_by_index.then_some(EdgeSpec {
-            kind: LinkKind::Sitemap,
-            nofollow: false,
-            anchor: None,
-        });
+        let edge = listed_by_index.then(|| EdgeSpec::plain(LinkKind::Sitemap));
         Candidate::new(url, 0, Judged::Skip(SkipReason::SitemapDoc), edge)
     }
 
     /// A page a sitemap lists: depth 1, judged like a link.
     pub fn sitemap_entry(url: Url) -> Candidate {
-        let edge = Some(EdgeSpec {
-            kind: LinkKind::Sitemap,
-            nofollow: false,
-            anchor: None,
-        });
+        let edge = Some(EdgeSpec::plain(LinkKind::Sitemap));
         Candidate::new(url, 1, Judged::ByRules, edge)
     }
 
@@ -143,6 +153,7 @@ impl Outlinks {
             Outlinks::Redirect(c) => (Vec::new(), Some(c), 0, true),
         };
         redirect.into_iter().chain(links.into_iter().map(move |l| {
+            let fragment = l.url.fragment().map(str::to_owned);
             let mut c = Candidate::new(
                 l.url,
                 depth + 1,
@@ -151,6 +162,8 @@ impl Outlinks {
                     kind: l.kind,
                     nofollow: l.nofollow || !follow,
                     anchor: l.anchor,
+                    fragment,
+                    at: l.at,
                 }),
             );
             c.follow = follow;
@@ -179,11 +192,7 @@ pub fn plan_redirect(
         target,
         depth,
         judged,
-        Some(EdgeSpec {
-            kind: LinkKind::Redirect,
-            nofollow: false,
-            anchor: None,
-        }),
+        Some(EdgeSpec::plain(LinkKind::Redirect)),
     );
     let mut key = String::new();
     let hash = rules.hash_of(&c.url, &mut key);
@@ -249,6 +258,7 @@ mod tests {
             kind: LinkKind::A,
             nofollow,
             anchor: Some("x".into()),
+            at: Some(Position { line: 3, col: 7 }),
         };
         let out = Outlinks::Links {
             depth: 2,
@@ -261,6 +271,14 @@ mod tests {
         assert_eq!(out.len(), 2);
         let c: Vec<Candidate> = out.candidates().collect();
         assert_eq!(c[0].url.as_str(), "http://a.test/p");
+        let edge = c[0].edge.as_ref().unwrap();
+        assert_eq!(
+            edge.fragment.as_deref(),
+            Some("f"),
+            "the fragment stays on the edge"
+        );
+        assert_eq!(edge.at, Some(Position { line: 3, col: 7 }));
+        assert_eq!(c[1].edge.as_ref().unwrap().fragment, None);
         assert!(c.iter().all(|c| c.depth == 3 && !c.follow));
         assert!(c.iter().all(|c| c.edge.as_ref().unwrap().nofollow));
         let r = rules(10);

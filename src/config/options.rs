@@ -128,6 +128,18 @@ macro_rules! crawl_options {
                 cli: Flag::switch(false)
                     .named("keep-session-ids")
                     .help("Keep session IDs in canonical URLs (they are removed by default)");
+            /// Check every out-of-scope http(s) link once, without crawling it: HEAD, then GET
+            /// when HEAD is refused or unreliable (a 4xx or 5xx) or the page's ids are needed
+            /// for `check-fragments`. Its links are not followed; robots.txt is not read for a
+            /// single check. The per-host limits, pauses and retries apply.
+            check_external: bool = false,
+                cli: Flag::switch(true);
+            /// Collect each HTML page's ids and `<a name>`s, so that `trawl report broken` finds
+            /// links to a `#fragment` the target page does not have.
+            check_fragments: bool = true,
+                cli: Flag::switch(false)
+                    .named("no-check-fragments")
+                    .help("Do not collect page ids, so #fragments are not checked (they are by default)");
             /// Extra request headers, each `"Name: value"`.
             headers: Vec<String> = Vec::new(),
                 cli: Flag::list("NAME: VALUE").named("header");

@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::admit::{Outlinks, SkipReason};
+use crate::admit::{Outlinks, Rules, SkipReason};
 use crate::politeness::hosts::{HostRules, Verdict};
 use crate::politeness::prepare::Preparer;
 use crate::result::PageResult;
@@ -40,6 +40,8 @@ pub struct Dispatcher<S: Store> {
     pub cancel: CancellationToken,
     /// Counts the URLs of unreachable hosts, recorded as failed here.
     pub stats: Arc<Stats>,
+    /// Tells checked URLs, which skip their host's robots.txt, from crawled ones.
+    pub rules: Arc<Rules>,
 }
 
 /// URLs held until their host's rules are known, and the preparations under way.
@@ -108,7 +110,14 @@ where
         held: &mut Held<S>,
         tx: &async_channel::Sender<Job<S>>,
     ) -> Result<bool, Error> {
-        match self.hosts.check(&job.host, &job.url, Instant::now()) {
+        let verdict = if self.is_check(&job.url) {
+            // robots.txt is not read for a single check (as link checkers do not), so
+            // its host needs no preparation.
+            Verdict::Fetch
+        } else {
+            self.hosts.check(&job.host, &job.url, Instant::now())
+        };
+        match verdict {
             Verdict::Fetch => {
                 tokio::select! {
                     sent = tx.send(job) => Ok(sent.is_ok()),
@@ -140,6 +149,15 @@ where
                 Ok(true)
             }
         }
+    }
+
+    fn is_check(&self, url: &url::Url) -> bool {
+        if !self.rules.check_external {
+            return false;
+        }
+        let mut key = String::new();
+        self.rules.key_of(url, &mut key);
+        self.rules.checks(url, &key)
     }
 
     /// `host`'s rules are known: give the URLs held for it back to the store.

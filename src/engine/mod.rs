@@ -186,6 +186,7 @@ fn dispatcher<S: Store>(store: &Arc<S>, run: &Run) -> Dispatcher<S> {
         }),
         cancel: run.cancel.clone(),
         stats: run.progress.stats.clone(),
+        rules: run.rules.clone(),
     }
 }
 

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admit::{plan_redirect, Outlinks, Rules};
 use crate::events::{EventSink, Page};
-use crate::page::{Outcome, Reader};
+use crate::page::{Ask, Outcome, Reader};
 use crate::result::{ErrorKind, PageResult};
 use crate::stats::Stats;
 use crate::store::{Job, Store};
@@ -153,8 +153,13 @@ where
         let mut key = String::new();
         let own = self.rules.hash_of(&job.url, &mut key);
         let depth = self.store.depth_now(job, own);
+        let ask = if self.rules.checks(&job.url, &key) {
+            Ask::Check
+        } else {
+            Ask::Crawl
+        };
         self.store.started(&job.host).await?;
-        let read = self.reader.read(&job.url, depth, job.attempts).await;
+        let read = self.reader.read(&job.url, depth, job.attempts, ask).await;
         if let Some(at) = read.pause {
             self.store.pause(&job.host, at).await?;
             self.stats.record_pause();

@@ -25,6 +25,7 @@ struct Selectors {
     svg: Selector,
     title: Selector,
     noscript: Selector,
+    id: Selector,
 }
 
 /// Parsed once per process, borrowed by every rewriter. Tag names only: the handlers look
@@ -43,14 +44,16 @@ static SELECTORS: LazyLock<Selectors> = LazyLock::new(|| {
         svg: parse("svg"),
         title: parse("title"),
         noscript: parse("noscript"),
+        id: parse("[id]"),
     }
 });
 
 type Handlers = Vec<(Cow<'static, Selector>, ElementContentHandlers<'static>)>;
 
-pub(super) fn handlers(state: &Shared) -> Handlers {
+/// The handlers of a page; with `ids`, also those collecting its fragment targets.
+pub(super) fn handlers(state: &Shared, ids: bool) -> Handlers {
     let s = &*SELECTORS;
-    vec![
+    let mut handlers = vec![
         (
             Cow::Borrowed(&s.a),
             link_handler(state, "href", LinkKind::A),
@@ -76,7 +79,22 @@ pub(super) fn handlers(state: &Shared) -> Handlers {
         (Cow::Borrowed(&s.svg), svg_handler(state)),
         (Cow::Borrowed(&s.title), title_handlers(state)),
         (Cow::Borrowed(&s.noscript), noscript_handlers(state)),
-    ]
+    ];
+    if ids {
+        // An attribute selector costs on every element; asked only for `check-fragments`.
+        handlers.push((Cow::Borrowed(&s.id), id_handler(state)));
+    }
+    handlers
+}
+
+fn id_handler(state: &Shared) -> ElementContentHandlers<'static> {
+    let state = Arc::clone(state);
+    ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
+        if let Some(id) = el.get_attribute("id") {
+            lock(&state).push_id(&id);
+        }
+        Ok(())
+    })
 }
 
 fn link_handler(
@@ -86,6 +104,12 @@ fn link_handler(
 ) -> ElementContentHandlers<'static> {
     let state = Arc::clone(state);
     ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
+        if kind == LinkKind::A {
+            // `<a name>` is a fragment target too, with or without `href`.
+            if let Some(name) = el.get_attribute("name") {
+                lock(&state).push_id(&name);
+            }
+        }
         let Some(value) = el
             .get_attribute(attr)
             .or_else(|| svg_link(&state, kind, el))
@@ -106,7 +130,7 @@ fn link_handler(
         }
         let mut s = lock(&state);
         let before = s.links.len();
-        s.push_link(&value, kind, nofollow);
+        s.push_link(&value, kind, nofollow, el.source_location().bytes().start);
         if kind == LinkKind::A && s.links.len() > before {
             // Its text is read from the page's bytes after the tag (see `anchor`).
             s.anchor_starts
@@ -154,7 +178,8 @@ fn meta_handler(state: &Shared) -> ElementContentHandlers<'static> {
             if let Some(content) = el.get_attribute("content") {
                 let content = decode_entities(&content, true);
                 if let Some(target) = refresh_target(&content) {
-                    lock(&state).push_decoded(target, LinkKind::Refresh, false);
+                    let at = el.source_location().bytes().start;
+                    lock(&state).push_decoded(target, LinkKind::Refresh, false, Some(at));
                 }
             }
         }
@@ -254,7 +279,7 @@ fn noscript_handlers(state: &Shared) -> ElementContentHandlers<'static> {
                 if !s.noscript.reads() {
                     return Ok(());
                 }
-                s.noscript.open();
+                s.noscript.open(el.source_location().bytes().start);
             }
             let on_end = Arc::clone(&on_element);
             // Fails for a self-closing `<noscript/>`, which is then read at the page's end.
@@ -272,19 +297,22 @@ fn noscript_handlers(state: &Shared) -> ElementContentHandlers<'static> {
 
 /// Reads the open `<noscript>`'s content, if any, into the page's links.
 pub(super) fn read_noscript(state: &Shared) {
-    let (text, base, query_encoding) = {
+    let (text, base, query_encoding, at) = {
         let mut s = lock(state);
         let Some(text) = s.noscript.close() else {
             return;
         };
-        (text, s.base.clone(), s.query_encoding)
+        (text, s.base.clone(), s.query_encoding, s.noscript.opened_at)
     };
     // Outside the lock: the inner extractor has handlers of its own, on a state of its own.
     let Some(found) = super::Extractor::noscript(base, query_encoding, &text) else {
         return;
     };
     let mut s = lock(state);
+    let first = s.links.len();
     s.links.extend(found.links);
+    let placed = (first..s.links.len()).map(|i| (i, at));
+    s.spots.extend(placed);
     s.meta_nofollow |= found.meta_nofollow;
     s.meta_noindex |= found.meta_noindex;
 }
@@ -330,12 +358,14 @@ impl State {
         }
     }
 
-    fn push_link(&mut self, raw: &str, kind: LinkKind, nofollow: bool) {
-        self.push_decoded(&decode_entities(raw, true), kind, nofollow);
+    /// The link in `raw` (an attribute value as written) of the element starting at byte
+    /// `at` of the page.
+    fn push_link(&mut self, raw: &str, kind: LinkKind, nofollow: bool, at: usize) {
+        self.push_decoded(&decode_entities(raw, true), kind, nofollow, Some(at));
     }
 
     /// [`State::push_link`] for a value whose entities are decoded already.
-    fn push_decoded(&mut self, decoded: &str, kind: LinkKind, nofollow: bool) {
+    fn push_decoded(&mut self, decoded: &str, kind: LinkKind, nofollow: bool, at: Option<usize>) {
         let value = trim_ascii_whitespace(decoded);
         if value.is_empty() || has_skipped_scheme(value) {
             return;
@@ -348,12 +378,23 @@ impl State {
         if SKIPPED_SCHEMES.contains(&url.scheme()) {
             return;
         }
+        if let Some(at) = at {
+            self.spots.push((self.links.len(), at));
+        }
         self.links.push(Link {
             url,
             kind,
             nofollow,
             anchor: None,
+            at: None,
         });
+    }
+
+    /// A fragment target (an `id` or an `<a name>`, as written), when they are collected.
+    fn push_id(&mut self, raw: &str) {
+        if let Some(ids) = &mut self.ids {
+            ids.push(&decode_entities(raw, true));
+        }
     }
 
     /// Only the first `<base href>` counts, as in browsers, even if its href is unusable.

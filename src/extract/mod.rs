@@ -21,6 +21,9 @@ use url::Url;
 use crate::link::LinkKind;
 
 use handlers::handlers;
+use ids::Ids;
+use position::Lines;
+pub use position::Position;
 use text::{
     decode_text, finish_collapsed, finish_title, is_plain, TitleText, MAX_ANCHOR_CHARS,
     MAX_ANCHOR_COLLAPSED_BYTES,
@@ -31,6 +34,10 @@ use text::{
 mod anchor;
 // Character references: HTML's tables and rules, needed by attribute values and text alike.
 mod entities;
+// A page's fragment targets (ids and `<a name>`s), collected within a per-page cap.
+mod ids;
+// Byte offsets in the page turned into lines and columns as it streams.
+mod position;
 // What lol_html calls per element: the only place that knows tag and attribute names.
 mod handlers;
 // `<noscript>` content, read as markup: its bounds and its extractor.
@@ -64,6 +71,9 @@ pub struct Link {
     pub nofollow: bool,
     /// For `<a>`: its text, entities decoded, whitespace collapsed, at most 256 chars.
     pub anchor: Option<String>,
+    /// Where the element that made it starts in the page (for a link inside `<noscript>`,
+    /// where the `<noscript>` starts).
+    pub at: Option<Position>,
 }
 
 /// What one page yields.
@@ -78,6 +88,9 @@ pub struct Extracted {
     pub meta_nofollow: bool,
     /// `<meta name="robots|trawl">` says `noindex` or `none`.
     pub meta_noindex: bool,
+    /// The page's fragment targets, newline-separated, when asked for ([`Extractor::with_ids`])
+    /// and within the cap.
+    pub ids: Option<String>,
 }
 
 /// Link extraction over one page body fed in arbitrary chunks. `Send`, so it can live in a
@@ -92,6 +105,8 @@ pub struct Extractor {
     open_anchor: Option<(usize, anchor::Scanner)>,
     /// Its raw text so far (one buffer, reused by every anchor of the page).
     anchor_text: Vec<u8>,
+    /// The page's newlines, to place each link.
+    lines: Lines,
 }
 
 impl Extractor {
@@ -102,11 +117,18 @@ impl Extractor {
     /// With no label at all, a `<meta charset>` early in the page may switch the encoding, as
     /// in a browser; a label from the header always wins over the page.
     pub fn new(base: Url, encoding: Option<&str>) -> Extractor {
-        Self::with_memory_limit(base, encoding, MAX_PARSER_MEMORY)
+        Self::with_memory_limit(base, encoding, false, MAX_PARSER_MEMORY)
     }
 
-    fn with_memory_limit(base: Url, encoding: Option<&str>, limit: usize) -> Extractor {
+    /// [`Extractor::new`], also collecting the page's fragment targets (every `id`, every
+    /// `<a name>`) into [`Extracted::ids`], for `check-fragments`.
+    pub fn with_ids(base: Url, encoding: Option<&str>) -> Extractor {
+        Self::with_memory_limit(base, encoding, true, MAX_PARSER_MEMORY)
+    }
+
+    fn with_memory_limit(base: Url, encoding: Option<&str>, ids: bool, limit: usize) -> Extractor {
         let mut state = State::new(base);
+        state.ids = ids.then(Ids::default);
         let declared = encoding.and_then(ascii_compatible);
         state.text_encoding = declared.map_or(encoding_rs::UTF_8, |e| e.into());
         state.follow_meta_charset = encoding.is_none();
@@ -117,7 +139,7 @@ impl Extractor {
             .filter(|e| *e != encoding_rs::UTF_8 && e.is_ascii_compatible());
         let state: Shared = Arc::new(Mutex::new(state));
         let settings = Settings {
-            element_content_handlers: handlers(&state),
+            element_content_handlers: handlers(&state, ids),
             encoding: declared.unwrap_or_else(AsciiCompatibleEncoding::utf_8),
             memory_settings: MemorySettings {
                 max_allowed_memory_usage: limit,
@@ -136,6 +158,7 @@ impl Extractor {
             fed: 0,
             open_anchor: None,
             anchor_text: Vec::new(),
+            lines: Lines::default(),
         }
     }
 
@@ -143,13 +166,27 @@ impl Extractor {
     /// attribute value or a multi-byte character.
     pub fn write(&mut self, chunk: &[u8]) -> Result<(), ExtractError> {
         let rewriter = self.rewriter.as_mut().ok_or_else(already_failed)?;
+        self.lines.feed(self.fed, chunk);
         if let Err(e) = rewriter.write(chunk) {
             self.rewriter = None;
             return Err(ExtractError::Parse(e.to_string()));
         }
+        self.place_links();
         self.read_anchors(chunk);
         self.fed += chunk.len();
         Ok(())
+    }
+
+    /// Gives the links the handlers found their line and column.
+    fn place_links(&mut self) {
+        let mut state = lock(&self.state);
+        let State { links, spots, .. } = &mut *state;
+        for &(link, offset) in spots.iter() {
+            if let Some(l) = links.get_mut(link) {
+                l.at = Some(self.lines.position(offset));
+            }
+        }
+        spots.clear();
     }
 
     /// Reads the text of the anchors that `chunk` continues or starts, found by the
@@ -194,6 +231,7 @@ impl Extractor {
             .map_err(|e| ExtractError::Parse(e.to_string()))?;
         // A `<noscript>` the page never closed has its content read all the same.
         handlers::read_noscript(&self.state);
+        self.place_links();
         // Tags lol_html held back until the end start their anchors here, with no text.
         self.read_anchors(&[]);
         let mut state = lock(&self.state);
@@ -206,6 +244,7 @@ impl Extractor {
             title: state.title.as_ref().and_then(|t| finish_title(&t.text)),
             meta_nofollow: state.meta_nofollow,
             meta_noindex: state.meta_noindex,
+            ids: state.ids.take().and_then(Ids::finish),
         })
     }
 }
@@ -257,6 +296,11 @@ struct State {
     /// `<a href>` start tags reported by lol_html and not read yet: the index of their
     /// link and the position in the page right after the tag.
     anchor_starts: Vec<(usize, usize)>,
+    /// Links found since the last chunk and not yet placed: their index and the byte
+    /// offset of their element.
+    spots: Vec<(usize, usize)>,
+    /// The fragment targets so far, when collected.
+    ids: Option<Ids>,
     /// What the page's bytes are in (for anchor text, which is read from them).
     text_encoding: &'static encoding_rs::Encoding,
     /// No encoding was given, so a `<meta charset>` sets it, as it does lol_html's.
@@ -281,6 +325,8 @@ impl State {
             meta_nofollow: false,
             meta_noindex: false,
             anchor_starts: Vec::new(),
+            spots: Vec::new(),
+            ids: None,
             text_encoding: encoding_rs::UTF_8,
             follow_meta_charset: false,
             query_encoding: None,
@@ -322,7 +368,7 @@ mod tests {
     }
 
     pub(super) fn ex(html: &str) -> Extracted {
-        extract(&page(), None, html.as_bytes()).unwrap()
+        unplaced(extract(&page(), None, html.as_bytes()).unwrap())
     }
 
     pub(super) fn urls(html: &str) -> Vec<String> {
@@ -346,7 +392,14 @@ mod tests {
             kind,
             nofollow,
             anchor: None,
+            at: None,
         }
+    }
+
+    /// Links compared without their places (tests of what, not where).
+    pub(super) fn unplaced(mut x: Extracted) -> Extracted {
+        x.links.iter_mut().for_each(|l| l.at = None);
+        x
     }
 
     #[test]
@@ -416,6 +469,31 @@ mod tests {
     }
 
     #[test]
+    fn each_link_knows_where_its_element_starts() {
+        let base = Url::parse("http://a.example/").unwrap();
+        let html = "<html>\n<body>\n  <p>x <a\nhref=/1>one</a></p>\n\
+                    <noscript><a href=/2>two</a></noscript>  <a href=/3>é</a>\n\
+                    <meta http-equiv=refresh content='0; url=/4'>";
+        let x = extract(&base, None, html.as_bytes()).unwrap();
+        let at: Vec<_> = x
+            .links
+            .iter()
+            .map(|l| l.at.map(|p| (p.line, p.col)))
+            .collect();
+        assert_eq!(
+            at,
+            vec![Some((3, 8)), Some((5, 1)), Some((5, 42)), Some((6, 1))],
+            "the noscript's links are placed at the <noscript>"
+        );
+        for cut in 1..html.len() {
+            let mut e = Extractor::new(base.clone(), None);
+            e.write(&html.as_bytes()[..cut]).unwrap();
+            e.write(&html.as_bytes()[cut..]).unwrap();
+            assert_eq!(e.end().unwrap().links, x.links, "split at {cut}");
+        }
+    }
+
+    #[test]
     fn extractor_is_send() {
         fn assert_send<T: Send>() {}
         assert_send::<Extractor>();
@@ -447,7 +525,7 @@ mod tests {
         assert_eq!(whole.title.as_deref(), Some("Grüße – 日本 & more"));
         assert!(whole.meta_noindex);
         assert_eq!(
-            whole.links,
+            unplaced(whole.clone()).links,
             vec![
                 link("https://example.com/canon", LinkKind::Canonical, false),
                 anchored(
@@ -503,7 +581,7 @@ mod tests {
         // A smaller limit than production keeps the debug-build test quick; the code path is
         // the same.
         const LIMIT: usize = 1 << 20;
-        let mut x = Extractor::with_memory_limit(page(), None, LIMIT);
+        let mut x = Extractor::with_memory_limit(page(), None, false, LIMIT);
         x.write(b"<a href=\"").unwrap();
         let chunk = vec![b'x'; 64 << 10];
         let mut failed = false;

@@ -18,6 +18,8 @@ pub(super) struct Noscript {
     enabled: bool,
     /// The content of the element open now.
     open: Option<String>,
+    /// Where the open element starts in the page: the place of every link inside it.
+    pub(super) opened_at: usize,
     bytes_left: usize,
     elements_left: u32,
 }
@@ -27,6 +29,7 @@ impl Noscript {
         Noscript {
             enabled: true,
             open: None,
+            opened_at: 0,
             bytes_left: MAX_NOSCRIPT_BYTES,
             elements_left: MAX_NOSCRIPTS,
         }
@@ -37,8 +40,9 @@ impl Noscript {
         self.enabled && self.bytes_left > 0 && self.elements_left > 0
     }
 
-    pub(super) fn open(&mut self) {
+    pub(super) fn open(&mut self, at: usize) {
         self.elements_left -= 1;
+        self.opened_at = at;
         self.open = Some(String::new());
     }
 
@@ -156,7 +160,7 @@ mod tests {
         assert_eq!(urls(&page).len(), MAX_NOSCRIPTS as usize);
 
         let mut n = Noscript::new();
-        n.open();
+        n.open(0);
         n.push(&"é".repeat(MAX_NOSCRIPT_BYTES));
         let read = n.close().unwrap_or_default();
         assert!(read.is_empty(), "no markup in it");

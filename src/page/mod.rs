@@ -36,6 +36,18 @@ pub struct Reader {
     pub events: bool,
     /// Keep bodies for page events.
     pub bodies: bool,
+    /// Collect HTML pages' ids (`check-fragments`).
+    pub ids: bool,
+}
+
+/// How a URL is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ask {
+    /// Fetched and read for links: a page of the crawl.
+    Crawl,
+    /// Checked only (an external link under `check-external`): HEAD when that says
+    /// enough, its links never followed.
+    Check,
 }
 
 /// What one attempt at a URL came to.
@@ -94,11 +106,12 @@ impl Reader {
             agent: product_token(&config.user_agent).to_ascii_lowercase(),
             events: false,
             bodies: false,
+            ids: config.check_fragments,
         }
     }
 
     /// Fetch `url` (attempt number `attempts + 1`) and read its response.
-    pub async fn read(&self, url: &Url, depth: u32, attempts: u32) -> Read {
+    pub async fn read(&self, url: &Url, depth: u32, attempts: u32, ask: Ask) -> Read {
         let start = Instant::now();
         let mut found = Found {
             rec: PageResult {
@@ -111,8 +124,13 @@ impl Reader {
             ..Found::default()
         };
         let mut pause = None;
-        match self.fetcher.get(url).await {
-            Ok(resp) => {
+        let sent = match ask {
+            Ask::Crawl => self.fetcher.get(url).await.map(|r| (r, false)),
+            Ask::Check => self.check(url).await,
+        };
+        found.rec.checked = ask == Ask::Check;
+        match sent {
+            Ok((resp, headed)) => {
                 let status = resp.status().as_u16();
                 if retry::is_transient_status(status) {
                     let asked = if retry::pauses_host(status) {
@@ -139,7 +157,12 @@ impl Reader {
                         found.extras.body = Some(bytes::BytesMut::new());
                     }
                 }
-                self.response(url, resp, &mut found).await;
+                self.response(url, resp, &mut found, headed).await;
+                if ask == Ask::Check {
+                    // Checked, not crawled: the ids stay, the links go.
+                    found.links.clear();
+                    found.extras.outlinks.clear();
+                }
                 // The connection broke mid-body: as transient as a failed connect. The
                 // links read so far are dropped; the next attempt finds them all.
                 if found.rec.error_kind == Some(ErrorKind::Body)
@@ -168,7 +191,23 @@ impl Reader {
         }
     }
 
-    async fn response(&self, url: &Url, mut resp: Response, found: &mut Found) {
+    /// A link check's request: HEAD, then GET when HEAD is refused or unreliable (servers
+    /// that answer HEAD with 405, 501, or a 403/404 their GET contradicts: any 4xx or 5xx
+    /// but the transient ones, which are retried as they are), or when the target is HTML
+    /// and its ids are wanted. The response, and whether it is HEAD's.
+    async fn check(&self, url: &Url) -> Result<(Response, bool), crate::fetch::FetchError> {
+        let head = self.fetcher.head(url).await?;
+        let status = head.status().as_u16();
+        let unreliable = status >= 400 && !retry::is_transient_status(status);
+        let ids_wanted = self.ids && status < 300 && head.content_type().is_some_and(is_html);
+        if !unreliable && !ids_wanted {
+            return Ok((head, true));
+        }
+        drop(head);
+        Ok((self.fetcher.get(url).await?, false))
+    }
+
+    async fn response(&self, url: &Url, mut resp: Response, found: &mut Found, headed: bool) {
         let Found { rec, extras, .. } = found;
         rec.status = Some(resp.status().as_u16());
         rec.content_type = resp.content_type().map(str::to_owned);
@@ -201,6 +240,10 @@ impl Reader {
                 rec.size = resp.content_length();
                 return;
             }
+        }
+        if headed {
+            rec.size = resp.content_length();
+            return;
         }
         let refresh = refresh_header(url, &resp);
         let html = rec.content_type.as_deref().map(is_html);
@@ -246,7 +289,7 @@ impl Reader {
         let header_charset = content_type.as_deref().and_then(charset_of);
         let resp_robots = robots_header(&resp);
         let (decided, prefix) = Prefix::read(&mut resp, first, header_charset, rec).await;
-        let mut stream = Stream::new(url, decided.encoding, &prefix);
+        let mut stream = Stream::new(url, decided.encoding, &prefix, self.ids);
         let bytes = prefix.bytes();
         if let Some(body) = &mut extras.body {
             body.extend_from_slice(bytes);
@@ -266,6 +309,7 @@ impl Reader {
     /// (meta robots and `X-Robots-Tag`).
     fn take_extracted(&self, x: Extracted, resp_robots: Option<&str>, found: &mut Found) {
         found.rec.title = x.title;
+        found.rec.ids = x.ids;
         let header = robots_tag(resp_robots, &self.agent);
         found.rec.noindex = x.meta_noindex || header.noindex;
         let follow = !(x.meta_nofollow || header.nofollow);
@@ -286,6 +330,7 @@ fn refresh_header(url: &Url, resp: &Response) -> Option<Link> {
         kind: crate::link::LinkKind::Refresh,
         nofollow: false,
         anchor: None,
+        at: None,
     })
 }
 
@@ -390,11 +435,21 @@ struct Stream {
 
 impl Stream {
     /// A stream for a body in `encoding` that starts with `prefix`.
-    fn new(url: &Url, encoding: &'static encoding_rs::Encoding, prefix: &Prefix) -> Stream {
+    fn new(
+        url: &Url,
+        encoding: &'static encoding_rs::Encoding,
+        prefix: &Prefix,
+        ids: bool,
+    ) -> Stream {
         let (label, transcode) = charset::for_extractor(encoding);
         let transcoder = transcode.then(|| charset::Transcoder::new(encoding));
+        let extractor = if ids {
+            Extractor::with_ids(url.clone(), Some(label))
+        } else {
+            Extractor::new(url.clone(), Some(label))
+        };
         Stream {
-            extractor: Extractor::new(url.clone(), Some(label)),
+            extractor,
             transcoder,
             size: prefix.bytes().len() as u64,
             ended: prefix.ended,

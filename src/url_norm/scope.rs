@@ -117,6 +117,13 @@ impl Scope {
         Ok(())
     }
 
+    /// An http(s) URL outside the scope mode's bounds that no `--exclude` pattern matches:
+    /// what `check-external` checks. (`--include` patterns say what to crawl, so they do
+    /// not apply to it.)
+    pub fn is_external(&self, url: &Url, key: &str) -> bool {
+        is_fetchable_scheme(url) && !self.in_mode(url, key) && !self.exclude.is_match(key)
+    }
+
     fn in_mode(&self, url: &Url, key: &str) -> bool {
         match self.mode {
             ScopeMode::Host | ScopeMode::Domain => {

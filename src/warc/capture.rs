@@ -40,6 +40,7 @@ pub(super) struct Head {
 
 /// One HTTP exchange, as the writer needs it.
 pub(super) struct Exchange {
+    pub(super) method: reqwest::Method,
     pub(super) url: Url,
     pub(super) started: SystemTime,
     pub(super) request: HeaderMap,
@@ -66,7 +67,7 @@ impl std::fmt::Debug for WarcSink {
 impl WarcSink {
     /// Start capturing a request to `url` carrying `request` headers. Waits while the
     /// writer is `queue` exchanges behind: the backpressure that keeps memory bounded.
-    pub async fn begin(&self, url: &Url, request: HeaderMap) -> Capture {
+    pub async fn begin(&self, method: reqwest::Method, url: &Url, request: HeaderMap) -> Capture {
         // Reserved before the request is sent, so the capture can be handed over without
         // waiting whenever and wherever the response is dropped.
         let slot = self.tx.clone().reserve_owned().await.ok();
@@ -74,6 +75,7 @@ impl WarcSink {
             slot,
             shared: self.shared.clone(),
             exchange: Some(Exchange {
+                method,
                 url: url.clone(),
                 started: SystemTime::now(),
                 request,

@@ -63,7 +63,7 @@ fn versions(version: Version) -> (&'static str, &'static str) {
 fn request_block(ex: &Exchange, version: &str) -> Vec<u8> {
     let target = &ex.url[Position::BeforePath..Position::AfterQuery];
     let host = &ex.url[Position::BeforeHost..Position::AfterPort];
-    let request_line = format!("GET {target} {version}");
+    let request_line = format!("{} {target} {version}", ex.method);
     http_head(
         &request_line,
         std::iter::once(("host", host.as_bytes())).chain(
@@ -146,6 +146,7 @@ mod tests {
         let mut request = HeaderMap::new();
         request.insert("user-agent", HeaderValue::from_static("trawl/test"));
         Exchange {
+            method: reqwest::Method::GET,
             url: Url::parse("http://example.org:8080/a?b=1#frag").unwrap(),
             started: SystemTime::now(),
             request,

@@ -13,6 +13,8 @@ use tokio::task::JoinHandle;
 /// One request as the server saw it.
 #[derive(Debug, Clone)]
 pub struct Hit {
+    /// The request method.
+    pub method: String,
     /// Path and query.
     pub path: String,
     /// When it arrived.
@@ -48,6 +50,7 @@ async fn record(State(log): State<Log>, req: Request, next: Next) -> Response {
         .map(|p| p.to_string())
         .unwrap_or_default();
     log.lock().unwrap().push(Hit {
+        method: req.method().to_string(),
         path,
         at: Instant::now(),
     });
@@ -57,7 +60,12 @@ async fn record(State(log): State<Log>, req: Request, next: Next) -> Response {
 impl Adhoc {
     /// Serve `app` on the current runtime.
     pub async fn start(app: Router) -> Adhoc {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Adhoc::start_on("127.0.0.1", app).await
+    }
+
+    /// Serve `app` on `ip` (another loopback address stands for another host).
+    pub async fn start_on(ip: &str, app: Router) -> Adhoc {
+        let listener = tokio::net::TcpListener::bind((ip, 0)).await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let log: Log = Arc::default();
         let app = app.layer(middleware::from_fn_with_state(log.clone(), record));

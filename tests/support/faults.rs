@@ -338,6 +338,8 @@ async fn serve(mut s: TcpStream, shared: Arc<Shared>) {
         return;
     };
     shared.log.lock().unwrap().push(Hit {
+        // This raw server reads only the target; the crawler asks it with GET.
+        method: "GET".into(),
         path: target.clone(),
         at: Instant::now(),
     });

@@ -12,7 +12,7 @@ use rusqlite::{Row, Statement};
 use crate::result::{ErrorKind, PageResult};
 
 /// The result's columns, in the order [`bind`] binds them.
-pub const COLUMNS: [&str; 12] = [
+pub const COLUMNS: [&str; 14] = [
     "status",
     "content_type",
     "size",
@@ -25,6 +25,8 @@ pub const COLUMNS: [&str; 12] = [
     "attempts",
     "noindex",
     "last_modified",
+    "ids",
+    "checked",
 ];
 
 /// Bind `result`'s values (all NULL for a URL never fetched) from parameter `first` on.
@@ -46,7 +48,10 @@ pub fn bind(
     st.raw_bind_parameter(i + 8, r.and_then(|r| r.error.as_deref()))?;
     st.raw_bind_parameter(i + 9, r.map(|r| r.attempts))?;
     st.raw_bind_parameter(i + 10, r.map(|r| r.noindex))?;
-    st.raw_bind_parameter(i + 11, r.and_then(|r| r.last_modified.as_deref()))
+    st.raw_bind_parameter(i + 11, r.and_then(|r| r.last_modified.as_deref()))?;
+    st.raw_bind_parameter(i + 12, r.and_then(|r| r.ids.as_deref()))?;
+    // NULL unless checked: a crawled page's row stays as before.
+    st.raw_bind_parameter(i + 13, r.and_then(|r| r.checked.then_some(1)))
 }
 
 /// The result read back from `row`'s columns from `first` on (selected as [`names`]
@@ -81,6 +86,8 @@ pub fn read(
         attempts: row.get::<_, Option<u32>>(i + 9)?.unwrap_or(1),
         noindex: row.get::<_, Option<bool>>(i + 10)?.unwrap_or(false),
         last_modified: row.get(i + 11)?,
+        ids: row.get(i + 12)?,
+        checked: row.get::<_, Option<bool>>(i + 13)?.unwrap_or(false),
     }))
 }
 
@@ -134,6 +141,8 @@ mod tests {
             attempts: 2,
             status: Some(200),
             title: Some("t".into()),
+            ids: Some("a\nb".into()),
+            checked: true,
             ..PageResult::default()
         };
         bind(&mut st, 1, Some(&r)).unwrap();

@@ -149,13 +149,8 @@ impl Gate {
             // Taken, not cloned: the anchor text is the one allocation an edge has.
             let edge = c.edge.take();
             let dst = self.admit(c, Some(from), &mut key, &mut fresh);
-            if let Some(e) = edge {
-                edges.push(Edge {
-                    dst,
-                    kind: e.kind,
-                    nofollow: e.nofollow,
-                    anchor: e.anchor,
-                });
+            if let Some(spec) = edge {
+                edges.push(Edge { dst, spec });
             }
         }
         if redirect {
@@ -193,14 +188,9 @@ impl Gate {
             } else {
                 Candidate::sitemap_entry(entry.clone())
             };
-            let edge = c.edge.clone().expect("entries have an edge");
+            let spec = c.edge.clone().expect("entries have an edge");
             let dst = self.admit(c, Some(id), &mut key, &mut fresh);
-            edges.push(Edge {
-                dst,
-                kind: edge.kind,
-                nofollow: edge.nofollow,
-                anchor: None,
-            });
+            edges.push(Edge { dst, spec });
         }
         self.frontier.push(fresh);
         Some((id, edges))

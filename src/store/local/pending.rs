@@ -5,8 +5,8 @@
 
 use std::sync::Mutex;
 
+use crate::admit::EdgeSpec;
 use crate::admit::SkipReason;
-use crate::link::LinkKind;
 use crate::result::PageResult;
 
 /// A URL's id: the `urls.id` column, assigned when the URL is admitted.
@@ -42,17 +42,13 @@ pub struct NewUrl {
     pub skip: Option<SkipReason>,
 }
 
-/// One edge out of a page.
+/// One edge out of a page: its target and what admission planned of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Edge {
     /// Target URL.
     pub dst: UrlId,
-    /// Element or event that made it.
-    pub kind: LinkKind,
-    /// `rel=nofollow` on the element.
-    pub nofollow: bool,
-    /// The link's text (for `<a>`).
-    pub anchor: Option<String>,
+    /// Kind, nofollow, text, fragment and place.
+    pub spec: EdgeSpec,
 }
 
 /// A fetched page as the writer stores it: its row's result and its edges.

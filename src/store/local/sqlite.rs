@@ -28,6 +28,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0003_anchor.sql"),
     include_str!("../../../migrations/0004_last_modified.sql"),
     include_str!("../../../migrations/0005_collected.sql"),
+    include_str!("../../../migrations/0006_link_check.sql"),
 ];
 
 /// How a store is opened.

@@ -327,15 +327,19 @@ pub(crate) fn write_page(tx: &Transaction<'_>, page: &PageRecord) -> rusqlite::R
     // `src` is the page for every row: bound once per statement as ?1.
     insert_rows(
         tx,
-        "INSERT INTO edges (src, dst, kind, nofollow, anchor) VALUES ",
+        "INSERT INTO edges (src, dst, kind, nofollow, anchor, fragment, line, col) VALUES ",
         Some(page.id as i64),
-        4,
+        7,
         &page.edges,
         |st, i, e| {
+            let s = &e.spec;
             st.raw_bind_parameter(i, e.dst as i64)?;
-            st.raw_bind_parameter(i + 1, e.kind.code())?;
-            st.raw_bind_parameter(i + 2, e.nofollow)?;
-            st.raw_bind_parameter(i + 3, &e.anchor)
+            st.raw_bind_parameter(i + 1, s.kind.code())?;
+            st.raw_bind_parameter(i + 2, s.nofollow)?;
+            st.raw_bind_parameter(i + 3, &s.anchor)?;
+            st.raw_bind_parameter(i + 4, &s.fragment)?;
+            st.raw_bind_parameter(i + 5, s.at.map(|p| p.line))?;
+            st.raw_bind_parameter(i + 6, s.at.map(|p| p.col))
         },
     )
 }

@@ -6,10 +6,9 @@ use std::collections::{HashMap, HashSet};
 
 use rusqlite::Transaction;
 
-use super::records::{Row, StoredEdge};
+use super::records::{edge_of, Row, StoredEdge};
 use super::DistError;
 use crate::admit::SkipReason;
-use crate::link::LinkKind;
 use crate::result::PageResult;
 use crate::store::local::pending::{Edge, HostId, NewHost, NewUrl, PageRecord, PendingRows, UrlId};
 use crate::store::local::writer::{write_page, write_rows};
@@ -182,16 +181,12 @@ impl Ids<'_> {
                     _ => Vec::new(),
                 };
                 let mut edges = Vec::with_capacity(stored.len());
-                for (dst, kind, nofollow, anchor) in stored {
+                for stored in stored {
+                    let (dst, spec) = edge_of(stored);
                     let Some(dst) = self.need(&dst, rows) else {
                         return Ok(false);
                     };
-                    edges.push(Edge {
-                        dst,
-                        kind: LinkKind::from_code(kind).unwrap_or(LinkKind::A),
-                        nofollow,
-                        anchor,
-                    });
+                    edges.push(Edge { dst, spec });
                 }
                 let Some(id) = self.need(key, rows) else {
                     return Ok(false);

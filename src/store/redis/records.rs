@@ -6,6 +6,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::DistError;
+use crate::admit::EdgeSpec;
+use crate::extract::Position;
+use crate::link::LinkKind;
 
 /// A URL in a host's queue: what a process needs to fetch it. The queue element is its key
 /// hash (32 hex digits, so the scripts find its `seen` entry without parsing JSON) followed
@@ -156,8 +159,34 @@ pub struct Popped {
 }
 
 /// One outlink as the results stream carries it: target key, kind code, nofollow, anchor
-/// text.
-pub type StoredEdge = (String, i64, bool, Option<String>);
+/// text, fragment, (line, column). A tuple, so each is a short JSON array.
+pub type StoredEdge = (
+    String,
+    i64,
+    bool,
+    Option<String>,
+    Option<String>,
+    Option<(u32, u32)>,
+);
+
+/// The stream's form of an edge to the URL filed under `key`.
+pub fn stored_edge(key: String, e: EdgeSpec) -> StoredEdge {
+    let at = e.at.map(|p| (p.line, p.col));
+    (key, e.kind.code(), e.nofollow, e.anchor, e.fragment, at)
+}
+
+/// An edge read back from the stream: the target's key and what admission planned of it.
+pub fn edge_of(stored: StoredEdge) -> (String, EdgeSpec) {
+    let (key, kind, nofollow, anchor, fragment, at) = stored;
+    let spec = EdgeSpec {
+        kind: LinkKind::from_code(kind).unwrap_or(LinkKind::A),
+        nofollow,
+        anchor,
+        fragment,
+        at: at.map(|(line, col)| Position { line, col }),
+    };
+    (key, spec)
+}
 
 /// Entries a host's results stream may hold before a completing process waits for the
 /// collector: the fixed buffer of results in transit.

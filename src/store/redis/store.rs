@@ -12,7 +12,7 @@ use url::Url;
 use super::collect::Collecting;
 use super::process::{self, Held, Process};
 use super::queue::Queue;
-use super::records::{Admit, Admitted, Budget, Lease, Queued, Row, StoredEdge};
+use super::records::{stored_edge, Admit, Admitted, Budget, Lease, Queued, Row, StoredEdge};
 use super::take::Taker;
 use super::{status, CrawlKeys, DistError, Redis};
 use crate::admit::{Candidate, Outlinks, Rules, SkipReason};
@@ -142,7 +142,7 @@ impl RedisStore {
             self.rules.key_of(&c.url, &mut key);
             let skip = self.rules.judge(&c, &key);
             if let Some(e) = c.edge {
-                edges.push((key.clone(), e.kind.code(), e.nofollow, e.anchor));
+                edges.push(stored_edge(key.clone(), e));
             }
             // The URL's hash names it; its path's (the same without a query) picks its
             // shard and counts its query variants: each hashed once.

@@ -1,0 +1,245 @@
+//! The crawl side of link checking, on both stores: each link's `#fragment` and place in
+//! its page, each HTML page's ids, and external links (another loopback address stands
+//! for another host) checked once with HEAD, then GET where HEAD is refused or the ids
+//! are needed, and never crawled.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use axum::extract::Request;
+use axum::http::{header, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use support::adhoc::Adhoc;
+use support::backend::{both_stores, Backend};
+
+/// The external host: every answer a link checker meets.
+async fn external(req: Request) -> Response {
+    let head = req.method() == Method::HEAD;
+    let html = |body: &'static str| ([(header::CONTENT_TYPE, "text/html")], body).into_response();
+    match req.uri().path() {
+        "/ok" => html("<p id=here>fine <a href=/deeper>never crawled</a>"),
+        "/page" => html("<h2 id=there>There</h2><a name=also-here></a>"),
+        "/gone" => StatusCode::NOT_FOUND.into_response(),
+        // Servers that refuse HEAD: GET says the link is fine.
+        "/nohead" if head => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+        "/nohead" => ([(header::CONTENT_TYPE, "text/plain")], "fine").into_response(),
+        "/moved" => (
+            StatusCode::MOVED_PERMANENTLY,
+            [(header::LOCATION, "/final")],
+        )
+            .into_response(),
+        "/final" => ([(header::CONTENT_TYPE, "text/plain")], "here").into_response(),
+        "/file.pdf" => ([(header::CONTENT_TYPE, "application/pdf")], "%PDF-1.4 x").into_response(),
+        _ => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// The site's front page, linking to `ext` (the external host's base). Built by lines so
+/// the test knows where each link is.
+fn front(ext: &str) -> String {
+    [
+        "<!doctype html><html><body>".to_string(),
+        "<h1 id=\"intro\">Intro</h1>".to_string(),
+        "  <p><a href=\"/doc#section-2\">ok</a> <a href=\"/doc#missing\">missing</a>".to_string(),
+        "<a href=\"#intro\">self</a><a href=\"/doc#caf%C3%A9\">encoded</a>".to_string(),
+        format!("<a href=\"{ext}/ok\">ok</a> <a href=\"{ext}/gone\">gone</a>"),
+        format!("<a href=\"{ext}/nohead\">nohead</a> <a href=\"{ext}/moved\">moved</a>"),
+        format!("<a href=\"{ext}/page#there\">there</a><a href=\"{ext}/page#nowhere\">x</a>"),
+        format!("<a href=\"{ext}/file.pdf\">pdf</a>"),
+        "</body></html>".to_string(),
+    ]
+    .join("\n")
+}
+
+/// The internal site: the front page and `/doc`, whose ids some links name.
+async fn site(ext: String) -> Adhoc {
+    let front = front(&ext);
+    let app = Router::new()
+        .route(
+            "/",
+            axum::routing::get(move || {
+                let front = front.clone();
+                async move { ([(header::CONTENT_TYPE, "text/html")], front) }
+            }),
+        )
+        .route(
+            "/doc",
+            axum::routing::get(|| async {
+                (
+                    [(header::CONTENT_TYPE, "text/html")],
+                    "<h2 id=\"section-2\">Two</h2><a name=\"old\"></a><p id=\"caf&#xe9;\">",
+                )
+            }),
+        );
+    Adhoc::start(app).await
+}
+
+fn query<T: rusqlite::types::FromSql>(db: &Path, sql: &str) -> Vec<(String, T)> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut st = conn.prepare(sql).unwrap();
+    st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Where each `<a` of `html` starts: (line, byte column), both from 1, in order.
+fn places(html: &str) -> Vec<(i64, i64)> {
+    html.match_indices("<a ")
+        .map(|(at, _)| {
+            let before = &html[..at];
+            let line = before.matches('\n').count() as i64 + 1;
+            let col = (at - before.rfind('\n').map_or(0, |n| n + 1)) as i64 + 1;
+            (line, col)
+        })
+        .collect()
+}
+
+async fn fragments_and_places_are_stored(store: Backend) {
+    let ext = Adhoc::start_on("127.0.0.2", Router::new().fallback(external)).await;
+    let site = site(ext.base.clone()).await;
+    store
+        .crawl(store.builder("s").seed(format!("{}/", site.base)))
+        .await;
+    let db = store.db("s").await;
+    let front_ids: Vec<(String, Option<String>)> = query(
+        &db,
+        "SELECT key, ids FROM urls WHERE state = 1 ORDER BY key",
+    );
+    let ids: BTreeMap<_, _> = front_ids.into_iter().collect();
+    assert_eq!(ids[&format!("{}/", site.base)].as_deref(), Some("intro"));
+    assert_eq!(
+        ids[&format!("{}/doc", site.base)].as_deref(),
+        Some("section-2\nold\ncafé"),
+        "ids and names, entities decoded"
+    );
+    // Every <a> of the front page, in document order, with its fragment and place.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let mut st = conn
+        .prepare(
+            "SELECT e.fragment, e.line, e.col FROM edges e JOIN urls s ON s.id = e.src
+             WHERE s.key = ?1 AND e.kind = 0 ORDER BY e.rowid",
+        )
+        .unwrap();
+    let edges: Vec<(Option<String>, i64, i64)> = st
+        .query_map([format!("{}/", site.base)], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let fragments: Vec<Option<&str>> = edges.iter().map(|e| e.0.as_deref()).collect();
+    assert_eq!(
+        fragments,
+        [
+            Some("section-2"),
+            Some("missing"),
+            Some("intro"),
+            Some("caf%C3%A9"),
+            None,
+            None,
+            None,
+            None,
+            Some("there"),
+            Some("nowhere"),
+            None
+        ]
+    );
+    let at: Vec<(i64, i64)> = edges.iter().map(|e| (e.1, e.2)).collect();
+    assert_eq!(at, places(&front(&ext.base)));
+    // Without check-external the external host is recorded, never asked.
+    assert!(ext.all().is_empty(), "{:?}", ext.all());
+    let skipped: Vec<(String, String)> = query(
+        &db,
+        "SELECT key, skip_reason FROM urls WHERE key LIKE 'http://127.0.0.2%'",
+    );
+    assert_eq!(skipped.len(), 6);
+    assert!(skipped.iter().all(|(_, r)| r == "out-of-scope"));
+}
+
+async fn external_links_are_checked_once_never_crawled(store: Backend) {
+    let ext = Adhoc::start_on("127.0.0.2", Router::new().fallback(external)).await;
+    let site = site(ext.base.clone()).await;
+    store
+        .crawl(
+            store
+                .builder("s")
+                .seed(format!("{}/", site.base))
+                .check_external(true)
+                .max_attempts(1),
+        )
+        .await;
+    let db = store.db("s").await;
+    let rows: Vec<(String, i64)> = query(
+        &db,
+        &format!(
+            "SELECT substr(key, {}), status FROM urls WHERE checked = 1 ORDER BY key",
+            ext.base.len() + 1
+        ),
+    );
+    let expect: Vec<(String, i64)> = [
+        ("/file.pdf", 200),
+        ("/final", 200),
+        ("/gone", 404),
+        ("/moved", 301),
+        ("/nohead", 200),
+        ("/ok", 200),
+        ("/page", 200),
+    ]
+    .iter()
+    .map(|(p, s)| (p.to_string(), *s))
+    .collect();
+    assert_eq!(rows, expect);
+    // HEAD first; GET where HEAD was refused or said 404, or the page's ids were needed.
+    // Nothing else: no robots.txt, no sitemap, no link of a checked page.
+    let mut asked: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for hit in ext.all() {
+        asked.entry(hit.path).or_default().push(hit.method);
+    }
+    let expect: BTreeMap<String, Vec<String>> = [
+        ("/file.pdf", &["HEAD"][..]),
+        ("/final", &["HEAD"]),
+        ("/gone", &["HEAD", "GET"]),
+        ("/moved", &["HEAD"]),
+        ("/nohead", &["HEAD", "GET"]),
+        ("/ok", &["HEAD", "GET"]),
+        ("/page", &["HEAD", "GET"]),
+    ]
+    .iter()
+    .map(|(p, m)| (p.to_string(), m.iter().map(|m| m.to_string()).collect()))
+    .collect();
+    assert_eq!(asked, expect);
+    let ids: Vec<(String, Option<String>)> = query(
+        &db,
+        &format!(
+            "SELECT key, ids FROM urls WHERE key = '{0}/page' OR key = '{0}/deeper'",
+            ext.base
+        ),
+    );
+    assert_eq!(
+        ids,
+        [(
+            format!("{}/page", ext.base),
+            Some("there\nalso-here".into())
+        )],
+        "a checked page's ids are kept, its links are not"
+    );
+    // The internal pages are crawled as before.
+    let crawled: Vec<(String, i64)> = query(
+        &db,
+        "SELECT key, status FROM urls WHERE checked IS NULL AND state = 1 ORDER BY key",
+    );
+    let keys: Vec<&str> = crawled.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        keys,
+        [format!("{}/", site.base), format!("{}/doc", site.base)]
+    );
+}
+
+both_stores!(
+    fragments_and_places_are_stored,
+    external_links_are_checked_once_never_crawled
+);
