@@ -13,5 +13,6 @@ ALTER TABLE edges ADD COLUMN col INTEGER;
 -- `check-fragments` off, or more than the per-page cap (then no fragment on it is judged).
 ALTER TABLE urls ADD COLUMN ids TEXT;
 -- 1 when the URL was checked, not crawled: an out-of-scope link under `check-external`
--- (asked with HEAD, then GET when HEAD is refused; its links are not followed).
+-- (asked with HEAD, then GET when HEAD is refused; its links are not followed). 2 when
+-- its answer was kept from an earlier run by `--recrawl` (younger than check-cache-age).
 ALTER TABLE urls ADD COLUMN checked INTEGER;

@@ -7,21 +7,24 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::http::{header, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use support::adhoc::Adhoc;
 use support::backend::{both_stores, Backend};
 
-/// The external host: every answer a link checker meets.
-async fn external(req: Request) -> Response {
+/// The external host: every answer a link checker meets. `/gone` comes back once `back`.
+async fn external(State(back): State<Arc<AtomicBool>>, req: Request) -> Response {
     let head = req.method() == Method::HEAD;
     let html = |body: &'static str| ([(header::CONTENT_TYPE, "text/html")], body).into_response();
     match req.uri().path() {
         "/ok" => html("<p id=here>fine <a href=/deeper>never crawled</a>"),
         "/page" => html("<h2 id=there>There</h2><a name=also-here></a>"),
+        "/gone" if back.load(Ordering::Relaxed) => html("<p>back"),
         "/gone" => StatusCode::NOT_FOUND.into_response(),
         // Servers that refuse HEAD: GET says the link is fine.
         "/nohead" if head => StatusCode::METHOD_NOT_ALLOWED.into_response(),
@@ -54,14 +57,20 @@ fn front(ext: &str) -> String {
     .join("\n")
 }
 
-/// The internal site: the front page and `/doc`, whose ids some links name.
-async fn site(ext: String) -> Adhoc {
-    let front = front(&ext);
+async fn start_external() -> (Adhoc, Arc<AtomicBool>) {
+    let back = Arc::new(AtomicBool::new(false));
+    let app = Router::new().fallback(external).with_state(back.clone());
+    (Adhoc::start_on("127.0.0.2", app).await, back)
+}
+
+/// The internal site: the front page (which a test may change) and `/doc`, whose ids some
+/// links name.
+async fn site(front: Arc<Mutex<String>>) -> Adhoc {
     let app = Router::new()
         .route(
             "/",
             axum::routing::get(move || {
-                let front = front.clone();
+                let front = front.lock().unwrap().clone();
                 async move { ([(header::CONTENT_TYPE, "text/html")], front) }
             }),
         )
@@ -99,8 +108,8 @@ fn places(html: &str) -> Vec<(i64, i64)> {
 }
 
 async fn fragments_and_places_are_stored(store: Backend) {
-    let ext = Adhoc::start_on("127.0.0.2", Router::new().fallback(external)).await;
-    let site = site(ext.base.clone()).await;
+    let (ext, _) = start_external().await;
+    let site = site(Arc::new(Mutex::new(front(&ext.base)))).await;
     store
         .crawl(store.builder("s").seed(format!("{}/", site.base)))
         .await;
@@ -161,8 +170,8 @@ async fn fragments_and_places_are_stored(store: Backend) {
 }
 
 async fn external_links_are_checked_once_never_crawled(store: Backend) {
-    let ext = Adhoc::start_on("127.0.0.2", Router::new().fallback(external)).await;
-    let site = site(ext.base.clone()).await;
+    let (ext, _) = start_external().await;
+    let site = site(Arc::new(Mutex::new(front(&ext.base)))).await;
     store
         .crawl(
             store
@@ -239,7 +248,137 @@ async fn external_links_are_checked_once_never_crawled(store: Backend) {
     );
 }
 
+/// The external host's requests, as (method, path).
+fn asked(ext: &Adhoc) -> Vec<(String, String)> {
+    ext.all().into_iter().map(|h| (h.method, h.path)).collect()
+}
+
+async fn checks_are_kept_for_the_next_recrawl(store: Backend) {
+    if store.is_redis() {
+        return; // A Redis crawl has no --recrawl (it starts again under a new crawl id).
+    }
+    let (ext, _) = start_external().await;
+    let page = Arc::new(Mutex::new(front(&ext.base)));
+    let site = site(page.clone()).await;
+    let builder = || {
+        store
+            .builder("s")
+            .seed(format!("{}/", site.base))
+            .check_external(true)
+            .max_attempts(1)
+    };
+    store.crawl(builder()).await;
+    let first = asked(&ext);
+    // The site drops its link to /file.pdf: the next crawl asks the external host nothing,
+    // links to the kept answers, and drops the one nobody links to any more.
+    let without_pdf = front(&ext.base).replace(&format!("{}/file.pdf", ext.base), "/doc");
+    *page.lock().unwrap() = without_pdf;
+    store.crawl(builder().recrawl(true)).await;
+    assert_eq!(
+        asked(&ext),
+        first,
+        "no check asked again within check-cache-age"
+    );
+    let db = store.db("s").await;
+    let kept: Vec<(String, i64)> = query(
+        &db,
+        &format!(
+            "SELECT substr(key, {}), status FROM urls WHERE checked = 2 ORDER BY key",
+            ext.base.len() + 1
+        ),
+    );
+    let paths: Vec<&str> = kept.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(
+        paths,
+        ["/final", "/gone", "/moved", "/nohead", "/ok", "/page"]
+    );
+    let linked: Vec<(String, i64)> = query(
+        &db,
+        &format!(
+            "SELECT substr(d.key, {}), count(*) FROM edges e JOIN urls d ON d.id = e.dst
+             WHERE d.checked = 2 GROUP BY d.key ORDER BY d.key",
+            ext.base.len() + 1
+        ),
+    );
+    assert_eq!(
+        linked,
+        [
+            ("/final", 1),
+            ("/gone", 1),
+            ("/moved", 1),
+            ("/nohead", 1),
+            ("/ok", 1),
+            ("/page", 2)
+        ]
+        .map(|(p, n)| (p.to_string(), n)),
+        "the new pages' links and the kept redirect"
+    );
+    // With check-cache-age 0 every check is asked again.
+    store
+        .crawl(
+            builder()
+                .recrawl(true)
+                .check_cache_age(std::time::Duration::ZERO),
+        )
+        .await;
+    assert_eq!(
+        asked(&ext).len(),
+        2 * first.len() - 1,
+        "all but /file.pdf's HEAD"
+    );
+}
+
+async fn recheck_failed_asks_only_what_failed(store: Backend) {
+    let (ext, back) = start_external().await;
+    let site = site(Arc::new(Mutex::new(front(&ext.base)))).await;
+    let builder = || {
+        store
+            .builder("s")
+            .seed(format!("{}/", site.base))
+            .check_external(true)
+            .max_attempts(1)
+    };
+    if store.is_redis() {
+        let err = store
+            .build(builder().recheck_failed(true))
+            .await
+            .err()
+            .expect("refused");
+        assert!(err.is_usage(), "{err}");
+        assert!(err.to_string().contains("SQLite file"), "{err}");
+        return;
+    }
+    store.crawl(builder()).await;
+    let first = asked(&ext).len();
+    back.store(true, Ordering::Relaxed);
+    store.crawl(builder().recheck_failed(true)).await;
+    assert_eq!(
+        asked(&ext)[first..],
+        [
+            ("HEAD".to_string(), "/gone".to_string()),
+            ("GET".into(), "/gone".into())
+        ],
+        "HEAD then GET for the page's ids, and nothing else"
+    );
+    let db = store.db("s").await;
+    let gone: Vec<(String, i64)> = query(
+        &db,
+        &format!(
+            "SELECT key, status FROM urls WHERE key = '{}/gone'",
+            ext.base
+        ),
+    );
+    assert_eq!(gone[0].1, 200);
+    let finished: Vec<(String, Option<i64>)> = query(&db, "SELECT 'crawl', finished_at FROM crawl");
+    assert!(
+        finished[0].1.is_some(),
+        "the recheck finished the crawl again"
+    );
+}
+
 both_stores!(
     fragments_and_places_are_stored,
-    external_links_are_checked_once_never_crawled
+    external_links_are_checked_once_never_crawled,
+    checks_are_kept_for_the_next_recrawl,
+    recheck_failed_asks_only_what_failed
 );

@@ -140,6 +140,11 @@ macro_rules! crawl_options {
                 cli: Flag::switch(false)
                     .named("no-check-fragments")
                     .help("Do not collect page ids, so #fragments are not checked (they are by default)");
+            /// How long a link check's answer is kept for the next `--recrawl` of the file: a
+            /// checked URL answered within this long is not asked again; 0 asks every time.
+            #[serde(with = "humantime_serde")]
+            check_cache_age: Duration = Duration::from_secs(24 * 3600),
+                cli: Flag::text("DURATION");
             /// Extra request headers, each `"Name: value"`.
             headers: Vec<String> = Vec::new(),
                 cli: Flag::list("NAME: VALUE").named("header");

@@ -130,6 +130,7 @@ max-query-variants = 1000
 strip-session-ids = true
 check-external = false
 check-fragments = true
+check-cache-age = "1day"
 headers = []
 cookies = true
 sitemaps = true

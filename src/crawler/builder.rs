@@ -37,6 +37,7 @@ pub struct CrawlerBuilder {
     pub(super) config_files: Vec<PathBuf>,
     pub(super) options: ConfigPatch,
     pub(super) recrawl: bool,
+    pub(super) recheck: bool,
     pub(super) hook: Option<PageHook>,
     pub(super) filter: Option<LinkFilter>,
     pub(super) store: Option<String>,
@@ -96,6 +97,14 @@ impl CrawlerBuilder {
     /// results in the file are discarded).
     pub fn recrawl(mut self, yes: bool) -> Self {
         self.recrawl = yes;
+        self
+    }
+
+    /// When the file holds a finished crawl, fetch again every URL that failed or answered
+    /// 4xx/5xx (`trawl crawl --recheck failed`, after an outage), and nothing else that is
+    /// known; what they link to now is crawled as usual. SQLite crawls only.
+    pub fn recheck_failed(mut self, yes: bool) -> Self {
+        self.recheck = yes;
         self
     }
 

@@ -35,6 +35,11 @@ impl CrawlerBuilder {
             store: String::new(),
             why: "no --store given".into(),
         })?;
+        if self.recheck {
+            return Err(Error::LocalOnly {
+                what: "--recheck failed",
+            });
+        }
         let (url, id) = redis_store::parse_target(&store, self.crawl_id.as_deref())?;
         let given = self.check(None)?;
         let cancel = CancellationToken::new();

@@ -111,16 +111,22 @@ impl CrawlerBuilder {
             seeds: row.seeds,
             finished: row.finished_at.is_some(),
         });
+        let settled = settle(stored.as_ref(), &given.seeds, &given.layers)?;
         let (resumed, finished) = match &stored {
             None if given.seeds.is_empty() => return Err(no_seeds()),
             None => (false, false),
             Some(s) if s.finished && self.recrawl => {
-                store.clear_for_recrawl()?;
+                let keep = settled.config.check_cache_age.as_millis();
+                store.clear_for_recrawl(u64::try_from(keep).unwrap_or(u64::MAX))?;
                 (false, false)
+            }
+            Some(s) if s.finished && self.recheck => {
+                let n = store.requeue_failed()?;
+                tracing::info!(urls = n, "--recheck failed: fetching again what failed");
+                (true, false)
             }
             Some(s) => (!s.finished, s.finished),
         };
-        let settled = settle(stored.as_ref(), &given.seeds, &given.layers)?;
         // Opened before the configuration is stored, so a WARC path that fails is not
         // kept for the next resume. A finished crawl leaves the file alone.
         let shown = db.display().to_string();

@@ -9,6 +9,8 @@
 //! file and reads back what a resumed crawl needs; `gate` admits candidates through the
 //! visited set (`visited`); `drain` counts what is admitted and not yet finished.
 
+// What a file keeps of its link checks between runs.
+mod check_cache;
 pub mod columns;
 pub mod drain;
 pub mod error;
@@ -414,6 +416,7 @@ impl Store for LocalStore {
             .unwrap_or(Err(StoreError::WriterGone))?;
         let finished = (|| {
             if drained {
+                store.drop_unused_checks()?;
                 store
                     .conn()
                     .execute("UPDATE crawl SET finished_at = ?1 WHERE id = 1", [now_ms()])?;

@@ -170,8 +170,7 @@ impl SqliteStore {
         &self.conn
     }
 
-    /// The connection to write through, for a Redis crawl's collector.
-    #[cfg(feature = "redis")]
+    /// The connection to write through (a Redis crawl's collector, the check cache).
     pub(crate) fn conn_mut(&mut self) -> &mut Connection {
         &mut self.conn
     }
@@ -306,17 +305,6 @@ impl SqliteStore {
                 params![pid, running],
             )
             .map(drop)
-            .map_err(|e| self.err(e))
-    }
-
-    /// Forget every URL and edge: `--recrawl` starts the crawl again in the same file.
-    pub fn clear_for_recrawl(&mut self) -> Result<(), StoreError> {
-        let now = now_ms();
-        self.conn
-            .execute_batch(&format!(
-                "BEGIN; DELETE FROM edges; DELETE FROM spill; DELETE FROM urls; DELETE FROM hosts;
-                 UPDATE crawl SET finished_at = NULL, started_at = {now}, updated_at = {now}; COMMIT;"
-            ))
             .map_err(|e| self.err(e))
     }
 
