@@ -376,7 +376,83 @@ async fn recheck_failed_asks_only_what_failed(store: Backend) {
     );
 }
 
+/// A second external host that is busy once, slow always, and fine otherwise.
+async fn polite_external() -> Adhoc {
+    let busy_once = Arc::new(AtomicBool::new(true));
+    let app = Router::new().fallback(move |req: Request| {
+        let busy = busy_once.swap(false, Ordering::Relaxed) && req.uri().path() == "/busy";
+        async move {
+            if busy {
+                return (StatusCode::TOO_MANY_REQUESTS, [(header::RETRY_AFTER, "1")])
+                    .into_response();
+            }
+            if req.uri().path() == "/slow" {
+                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            }
+            ([(header::CONTENT_TYPE, "text/plain")], "fine").into_response()
+        }
+    });
+    Adhoc::start_on("127.0.0.3", app).await
+}
+
+async fn external_hosts_keep_their_politeness(store: Backend) {
+    let ext = polite_external().await;
+    let links: String = ["/busy", "/a", "/b", "/c", "/slow"]
+        .iter()
+        .map(|p| format!("<a href=\"{}{p}\">{p}</a>\n", ext.base))
+        .collect();
+    let site = site(Arc::new(Mutex::new(links))).await;
+    let delay = std::time::Duration::from_millis(300);
+    store
+        .crawl(
+            store
+                .builder("s")
+                .seed(format!("{}/", site.base))
+                .check_external(true)
+                .delay(delay)
+                .max_attempts(2)
+                .retry_backoff(std::time::Duration::from_millis(50))
+                .timeout(std::time::Duration::from_millis(800)),
+        )
+        .await;
+    let hits = ext.all();
+    // One request at a time, spaced by `delay` (measured from each request's start; a
+    // little early is the timer's slack).
+    for pair in hits.windows(2) {
+        let gap = pair[1].at - pair[0].at;
+        assert!(
+            gap >= delay - std::time::Duration::from_millis(30),
+            "{gap:?} {hits:?}"
+        );
+    }
+    let busy = ext.hits("/busy");
+    assert_eq!(busy.len(), 2, "{hits:?}");
+    assert!(
+        busy[1] - busy[0] >= std::time::Duration::from_millis(950),
+        "Retry-After held"
+    );
+    assert_eq!(ext.hits("/slow").len(), 2, "a timeout is retried");
+    let db = store.db("s").await;
+    let rows: Vec<(String, String)> = query(
+        &db,
+        &format!(
+            "SELECT substr(key, {}), coalesce(error_kind, CAST(status AS TEXT)) FROM urls
+             WHERE checked = 1 ORDER BY key",
+            ext.base.len() + 1
+        ),
+    );
+    let expect = [
+        ("/a", "200"),
+        ("/b", "200"),
+        ("/busy", "200"),
+        ("/c", "200"),
+        ("/slow", "timeout"),
+    ];
+    assert_eq!(rows, expect.map(|(p, s)| (p.to_string(), s.to_string())));
+}
+
 both_stores!(
+    external_hosts_keep_their_politeness,
     fragments_and_places_are_stored,
     external_links_are_checked_once_never_crawled,
     checks_are_kept_for_the_next_recrawl,
