@@ -8,8 +8,8 @@ ALTER TABLE edges ADD COLUMN fragment TEXT;
 ALTER TABLE edges ADD COLUMN line INTEGER;
 ALTER TABLE edges ADD COLUMN col INTEGER;
 
--- An HTML page's fragment targets: every `id` and every `<a name>`, newline-separated, in
--- document order, as written (entities decoded). NULL when not collected: not HTML,
+-- An HTML page's fragment targets: every `id` and every `<a name>`, newline-separated,
+-- as written (entities decoded), in no order that matters. NULL when not collected: not HTML,
 -- `check-fragments` off, or more than the per-page cap (then no fragment on it is judged).
 ALTER TABLE urls ADD COLUMN ids TEXT;
 -- 1 when the URL was checked, not crawled: an out-of-scope link under `check-external`

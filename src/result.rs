@@ -39,8 +39,8 @@ pub struct PageResult {
     /// The response's `Last-Modified` header, as sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_modified: Option<String>,
-    /// An HTML page's fragment targets (every `id`, every `<a name>`), newline-separated
-    /// in document order; `None` when not collected (not HTML, `check-fragments` off, or
+    /// An HTML page's fragment targets (every `id`, every `<a name>`), newline-separated;
+    /// `None` when not collected (not HTML, `check-fragments` off, or
     /// past the per-page cap). What a link's `#fragment` is judged against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ids: Option<String>,

@@ -17,7 +17,7 @@
 pub(super) const MAX_RAW: usize = 8 << 10;
 
 /// Elements whose content is not markup: their text is skipped up to their end tag.
-const RAW_TEXT: [&[u8]; 8] = [
+pub(super) const RAW_TEXT: [&[u8]; 8] = [
     b"script",
     b"style",
     b"textarea",

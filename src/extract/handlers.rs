@@ -25,7 +25,6 @@ struct Selectors {
     svg: Selector,
     title: Selector,
     noscript: Selector,
-    id: Selector,
 }
 
 /// Parsed once per process, borrowed by every rewriter. Tag names only: the handlers look
@@ -44,16 +43,14 @@ static SELECTORS: LazyLock<Selectors> = LazyLock::new(|| {
         svg: parse("svg"),
         title: parse("title"),
         noscript: parse("noscript"),
-        id: parse("[id]"),
     }
 });
 
 type Handlers = Vec<(Cow<'static, Selector>, ElementContentHandlers<'static>)>;
 
-/// The handlers of a page; with `ids`, also those collecting its fragment targets.
-pub(super) fn handlers(state: &Shared, ids: bool) -> Handlers {
+pub(super) fn handlers(state: &Shared) -> Handlers {
     let s = &*SELECTORS;
-    let mut handlers = vec![
+    vec![
         (
             Cow::Borrowed(&s.a),
             link_handler(state, "href", LinkKind::A),
@@ -79,22 +76,7 @@ pub(super) fn handlers(state: &Shared, ids: bool) -> Handlers {
         (Cow::Borrowed(&s.svg), svg_handler(state)),
         (Cow::Borrowed(&s.title), title_handlers(state)),
         (Cow::Borrowed(&s.noscript), noscript_handlers(state)),
-    ];
-    if ids {
-        // An attribute selector costs on every element; asked only for `check-fragments`.
-        handlers.push((Cow::Borrowed(&s.id), id_handler(state)));
-    }
-    handlers
-}
-
-fn id_handler(state: &Shared) -> ElementContentHandlers<'static> {
-    let state = Arc::clone(state);
-    ElementContentHandlers::default().element(move |el: &mut Element<'_, '_>| {
-        if let Some(id) = el.get_attribute("id") {
-            lock(&state).push_id(&id);
-        }
-        Ok(())
-    })
+    ]
 }
 
 fn link_handler(
@@ -391,7 +373,7 @@ impl State {
     }
 
     /// A fragment target (an `id` or an `<a name>`, as written), when they are collected.
-    fn push_id(&mut self, raw: &str) {
+    pub(super) fn push_id(&mut self, raw: &str) {
         if let Some(ids) = &mut self.ids {
             ids.push(&decode_entities(raw, true));
         }

@@ -21,6 +21,7 @@ use url::Url;
 use crate::link::LinkKind;
 
 use handlers::handlers;
+use id_scan::IdScan;
 use ids::Ids;
 use position::Lines;
 pub use position::Position;
@@ -34,6 +35,8 @@ use text::{
 mod anchor;
 // Character references: HTML's tables and rules, needed by attribute values and text alike.
 mod entities;
+// The `id` attributes read from the page's bytes, cheaper than asking lol_html.
+mod id_scan;
 // A page's fragment targets (ids and `<a name>`s), collected within a per-page cap.
 mod ids;
 // Byte offsets in the page turned into lines and columns as it streams.
@@ -107,6 +110,8 @@ pub struct Extractor {
     anchor_text: Vec<u8>,
     /// The page's newlines, to place each link.
     lines: Lines,
+    /// Reads the `id`s, when they are collected (`<a name>`s come from the `a` handler).
+    id_scan: Option<IdScan>,
 }
 
 impl Extractor {
@@ -139,7 +144,7 @@ impl Extractor {
             .filter(|e| *e != encoding_rs::UTF_8 && e.is_ascii_compatible());
         let state: Shared = Arc::new(Mutex::new(state));
         let settings = Settings {
-            element_content_handlers: handlers(&state, ids),
+            element_content_handlers: handlers(&state),
             encoding: declared.unwrap_or_else(AsciiCompatibleEncoding::utf_8),
             memory_settings: MemorySettings {
                 max_allowed_memory_usage: limit,
@@ -159,6 +164,7 @@ impl Extractor {
             open_anchor: None,
             anchor_text: Vec::new(),
             lines: Lines::default(),
+            id_scan: ids.then(IdScan::default),
         }
     }
 
@@ -173,8 +179,18 @@ impl Extractor {
         }
         self.place_links();
         self.read_anchors(chunk);
+        self.read_ids(chunk);
         self.fed += chunk.len();
         Ok(())
+    }
+
+    fn read_ids(&mut self, chunk: &[u8]) {
+        let Some(scan) = &mut self.id_scan else {
+            return;
+        };
+        let mut state = lock(&self.state);
+        let encoding = state.text_encoding;
+        scan.feed(chunk, &mut |raw| state.push_id(&decode_text(raw, encoding)));
     }
 
     /// Gives the links the handlers found their line and column.
