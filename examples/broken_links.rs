@@ -1,11 +1,11 @@
-//! Crawl a site into a temporary database, then list its broken links: every URL that
-//! failed or answered 4xx/5xx, with the pages linking to it.
+//! Crawl a site into a temporary database, then list its links to fix: broken, missing
+//! fragments, blocked and transient ones, with the page, line and column of each.
 //!
 //! ```sh
 //! cargo run --example broken_links -- https://example.org/
 //! ```
 
-use trawl::report::{self, Kind, OutputFormat};
+use trawl::report::{self, Kind, Options, OutputFormat};
 use trawl::store::{OpenMode, SqliteStore};
 
 #[tokio::main]
@@ -27,13 +27,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     eprintln!("{} pages crawled", summary.run.pages);
 
-    // The same query as `trawl report --db FILE broken`: target, status, error, source, kind.
+    // The same query as `trawl report --db FILE broken`: target, class, status, error,
+    // source, line, column, kind, anchor.
     let store = SqliteStore::open(&db, OpenMode::Read)?;
     let rows = report::run(
         &store,
         Kind::Broken,
-        OutputFormat::Table,
-        None,
+        &Options::new(OutputFormat::Table),
         &mut std::io::stdout(),
     )?;
     eprintln!("{rows} broken link rows");

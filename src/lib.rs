@@ -49,6 +49,9 @@
 //! - `warc`: every HTTP exchange as WARC records (`--warc`), written by one thread.
 //! - `live`, `stats`, `metrics`: the counters of a run, a live view of them, and their
 //!   Prometheus endpoint.
+//! - `check`: what a checked link's result means (the classes broken, blocked,
+//!   transient, redirected, fragment) and whether a `#fragment` is on its page; read by
+//!   `report` and `status`, written once for both stores since it reads only the file.
 //! - [`export`], [`report`], [`status`]: reading a crawl's file (the link graph and pages
 //!   out, the reports people crawl for, where a crawl stands).
 //! - `failpoint`: crash points for tests (`TRAWL_FAILPOINT`).
@@ -72,6 +75,7 @@ pub mod store;
 // fuzz targets, `internals`).
 pub(crate) mod admit;
 pub(crate) mod charset;
+pub(crate) mod check;
 pub(crate) mod dns;
 pub(crate) mod engine;
 mod error;

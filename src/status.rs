@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::check::{ClassCounts, LinkClasses};
 use crate::result::{FailedSeed, MAX_FAILED_SEEDS};
 use crate::store::{now_ms, CrawlRow, OpenMode, SqliteStore, StoreError, UrlState};
 
@@ -89,7 +90,8 @@ pub struct Status {
     /// Those per second, over the last minute (or since the start, when it is more
     /// recent); `None` unless running.
     pub recent_rate: Option<f64>,
-    /// URLs that failed or answered 4xx/5xx (what `--fail-on-errors` counts), each once.
+    /// URLs that failed or answered 4xx/5xx, each once (by class, and with the links to
+    /// them, see [`link_counts`]).
     pub broken: u64,
     /// Seeds (depth-0 URLs, or where they redirect) that got no usable response, with
     /// their errors: the first [`MAX_FAILED_SEEDS`](crate::result::MAX_FAILED_SEEDS).
@@ -121,6 +123,13 @@ pub fn stored_crawl(path: &Path) -> Result<Option<CrawlRow>, StoreError> {
 /// Read the status of the crawl in `path`, read-only. A crawl may be running.
 pub fn read(path: &Path) -> Result<Status, StoreError> {
     with_reader(path, |store| read_store(path, store))
+}
+
+/// The links of `classes` in the crawl in `path`, read-only: what `trawl crawl --fail-on`
+/// counts, and what `trawl report broken --class` lists, a row each (a link per target,
+/// page and kind; a missing fragment per page; a failed URL nothing links to).
+pub fn link_counts(path: &Path, classes: LinkClasses) -> Result<ClassCounts, StoreError> {
+    with_reader(path, |store| crate::report::count_links(store, classes))
 }
 
 fn read_store(path: &Path, store: &SqliteStore) -> Result<Status, StoreError> {

@@ -146,7 +146,8 @@ async fn refresh_svg_and_noscript_links_are_followed(store: Backend) {
 fn redirects(db: &std::path::Path) -> Vec<serde_json::Value> {
     let store = SqliteStore::open(db, OpenMode::Read).unwrap();
     let mut out = Vec::new();
-    trawl::report::run(&store, Kind::Redirects, OutputFormat::Json, None, &mut out).unwrap();
+    let options = trawl::report::Options::new(OutputFormat::Json);
+    trawl::report::run(&store, Kind::Redirects, &options, &mut out).unwrap();
     serde_json::from_slice::<Vec<serde_json::Value>>(&out).expect("a JSON array")
 }
 

@@ -51,7 +51,11 @@ async fn crawl(store: &Backend) -> Crawled {
 fn report(db: &Path, kind: Kind, limit: Option<u64>) -> Vec<serde_json::Map<String, Value>> {
     let store = SqliteStore::open(db, OpenMode::Read).unwrap();
     let mut out = Vec::new();
-    let n = trawl::report::run(&store, kind, OutputFormat::Json, limit, &mut out).unwrap();
+    let options = trawl::report::Options {
+        limit,
+        ..trawl::report::Options::new(OutputFormat::Json)
+    };
+    let n = trawl::report::run(&store, kind, &options, &mut out).unwrap();
     let v: Value = serde_json::from_slice(&out).expect("one JSON array");
     let rows: Vec<_> = v
         .as_array()
@@ -94,6 +98,7 @@ async fn broken_lists_each_linking_page(store: Backend) {
             .filter(|r| k[&text(&r["target"])] == target)
             .map(|r| {
                 assert_eq!(r["status"], status);
+                assert_eq!(r["class"], "broken");
                 (k[&text(&r["source"])].clone(), text(&r["kind"]))
             })
             .collect();
@@ -118,6 +123,35 @@ async fn broken_lists_each_linking_page(store: Backend) {
     for r in &rows {
         let broken = r["status"].as_i64().is_some_and(|s| s >= 400) || !r["error"].is_null();
         assert!(broken, "{r:?}");
+        assert_ne!(r["class"], "redirected", "listed only when asked: {r:?}");
+        let columns: BTreeSet<&str> = r.keys().map(String::as_str).collect();
+        let want = [
+            "target", "class", "status", "error", "redirect", "source", "line", "column", "kind",
+            "anchor",
+        ];
+        assert_eq!(columns, want.into_iter().collect());
+    }
+
+    // Permanent redirects when asked: links to them (not hops of a chain), with the status.
+    let store = SqliteStore::open(&c.db, OpenMode::Read).unwrap();
+    let mut out = Vec::new();
+    let options = trawl::report::Options {
+        classes: Some("redirected".parse().unwrap()),
+        ..trawl::report::Options::new(OutputFormat::Json)
+    };
+    trawl::report::run(&store, Kind::Broken, &options, &mut out).unwrap();
+    let redirected: Vec<Value> = serde_json::from_slice(&out).unwrap();
+    let chain_start = format!("{}/r/3", c.base);
+    assert!(
+        redirected
+            .iter()
+            .any(|r| k[&text(&r["target"])] == chain_start),
+        "{redirected:?}"
+    );
+    for r in &redirected {
+        assert_eq!(r["class"], "redirected");
+        assert!(r["status"] == 301 || r["status"] == 308, "{r:?}");
+        assert_ne!(r["kind"], "redirect", "{r:?}");
     }
 }
 
@@ -337,6 +371,14 @@ async fn cli_prints_tables_csv_and_json(store: Backend) {
         assert!(!table.is_empty(), "{kind}");
         let csv = run(&[kind, "--format", "csv"]);
         let mut reader = csv::Reader::from_reader(csv.as_bytes());
+        if kind == "broken" {
+            let header: Vec<&str> = reader.headers().unwrap().iter().collect();
+            let want = [
+                "target", "class", "status", "error", "redirect", "source", "line", "column",
+                "kind", "anchor",
+            ];
+            assert_eq!(header, want);
+        }
         let width = reader.headers().unwrap().len();
         for rec in reader.records() {
             assert_eq!(rec.unwrap().len(), width, "{kind}");

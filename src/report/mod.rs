@@ -1,5 +1,7 @@
 //! Reports: questions about a crawl answered from its file, as aligned tables for people or
-//! CSV / JSON for programs. One file per report; `output` holds the three writers.
+//! CSV / JSON for programs. One file per report; `output` holds the three writers every
+//! report has, `ci/` the formats only `broken` is written in (JUnit, SARIF, Markdown,
+//! GitHub annotations), for CI systems.
 //!
 //! Reports open the file read-only and create no index. The crawl does not index `edges`
 //! (inserts stay fast), so every query here either scans `edges` once (with SQLite's sorts
@@ -7,6 +9,7 @@
 //! is quadratic without an index. What each report keeps in memory is said in its file.
 
 mod broken;
+mod ci;
 mod depth;
 mod orphans;
 mod output;
@@ -17,6 +20,7 @@ mod top;
 use std::io::Write;
 use std::str::FromStr;
 
+pub use crate::check::{ClassCounts, LinkClass, LinkClasses};
 pub use output::{Cell, OutputFormat};
 
 use crate::store::{SqliteStore, StoreError};
@@ -25,7 +29,8 @@ use output::Out;
 /// Which report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// URLs that failed or answered 4xx/5xx, with each page linking to them.
+    /// Links to fix, by class (broken, missing fragment, blocked, transient, and when
+    /// asked redirected), with the page and place of each.
     Broken,
     /// Redirect chains from their first hop to their end.
     Redirects,
@@ -37,6 +42,20 @@ pub enum Kind {
     Orphans,
     /// Counts by state, status, type, host and error; timing.
     Summary,
+}
+
+impl Kind {
+    /// The name `trawl report` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Broken => "broken",
+            Kind::Redirects => "redirects",
+            Kind::Depth => "depth",
+            Kind::Top => "top",
+            Kind::Orphans => "orphans",
+            Kind::Summary => "summary",
+        }
+    }
 }
 
 impl FromStr for Kind {
@@ -73,6 +92,22 @@ pub enum ReportError {
         /// The file.
         path: String,
     },
+    /// A CI format asked of a report other than `broken`.
+    #[error(
+        "--format {format} is written for the broken report only; {kind} takes table, csv or json"
+    )]
+    Format {
+        /// The format asked for.
+        format: OutputFormat,
+        /// The report asked for.
+        kind: &'static str,
+    },
+    /// Link classes given for a report other than `broken`.
+    #[error("--class chooses the links of the broken report; {kind} has no classes")]
+    Classes {
+        /// The report asked for.
+        kind: &'static str,
+    },
 }
 
 impl ReportError {
@@ -85,7 +120,9 @@ impl ReportError {
     pub fn is_usage(&self) -> bool {
         match self {
             ReportError::Store(s) => !matches!(s, StoreError::Sqlite { .. }),
-            ReportError::NoCrawl { .. } => true,
+            ReportError::NoCrawl { .. }
+            | ReportError::Format { .. }
+            | ReportError::Classes { .. } => true,
             ReportError::Io(_) => false,
         }
     }
@@ -96,21 +133,67 @@ pub const TOP_DEFAULT_LIMIT: u64 = 20;
 /// Default entries per section of `summary` (content types, hosts).
 pub const SUMMARY_DEFAULT_LIMIT: u64 = 10;
 
-/// Write report `kind` on `store` to `out` as `format`, at most `limit` rows (per section
-/// for `summary`). Returns the rows written.
+/// How a report is written: `--format`, `--limit` and, for `broken`, `--class`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// The format; the CI formats (JUnit, SARIF, Markdown, GitHub) for `broken` only.
+    pub format: OutputFormat,
+    /// At most this many rows (per section for `summary`); `None` for the report's
+    /// default (all; [`TOP_DEFAULT_LIMIT`], [`SUMMARY_DEFAULT_LIMIT`]).
+    pub limit: Option<u64>,
+    /// `broken`: the classes of links listed; `None` for [`LinkClasses::REPORTED`]. Other
+    /// reports refuse it.
+    pub classes: Option<LinkClasses>,
+}
+
+impl Options {
+    /// `format`, with every other option at its default.
+    pub fn new(format: OutputFormat) -> Options {
+        Options {
+            format,
+            ..Options::default()
+        }
+    }
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            format: OutputFormat::Table,
+            limit: None,
+            classes: None,
+        }
+    }
+}
+
+/// Write report `kind` on `store` to `out` as `options` say. Returns the rows written
+/// (for the CI formats: the links listed).
 pub fn run(
     store: &SqliteStore,
     kind: Kind,
-    format: OutputFormat,
-    limit: Option<u64>,
+    options: &Options,
     out: &mut dyn Write,
 ) -> Result<u64, ReportError> {
-    // One snapshot for the whole report, so a running crawl cannot make its queries
-    // disagree with each other.
-    let _snapshot = store
-        .conn()
-        .unchecked_transaction()
-        .map_err(|e| sql(store, e))?;
+    let tabular = options.format.tabular();
+    if kind != Kind::Broken {
+        if tabular.is_none() {
+            return Err(ReportError::Format {
+                format: options.format,
+                kind: kind.as_str(),
+            });
+        }
+        if options.classes.is_some() {
+            return Err(ReportError::Classes {
+                kind: kind.as_str(),
+            });
+        }
+    }
+    let classes = options.classes.unwrap_or(LinkClasses::REPORTED);
+    let _snapshot = snapshot(store)?;
+    let Some(format) = tabular else {
+        return ci::write(store, options.format, classes, options.limit, out);
+    };
+    let limit = options.limit;
     let rows_limit = match kind {
         Kind::Top => Some(limit.unwrap_or(TOP_DEFAULT_LIMIT)),
         Kind::Summary => None,
@@ -118,7 +201,7 @@ pub fn run(
     };
     let mut o = Out::new(format, rows_limit, out);
     match kind {
-        Kind::Broken => broken::run(store, &mut o)?,
+        Kind::Broken => broken::write(store, classes, &mut o)?,
         Kind::Redirects => redirects::run(store, &mut o)?,
         Kind::Depth => depth::run(store, &mut o)?,
         Kind::Top => top::run(store, rows_limit.unwrap_or(TOP_DEFAULT_LIMIT), &mut o)?,
@@ -126,6 +209,27 @@ pub fn run(
         Kind::Summary => summary::run(store, limit.unwrap_or(SUMMARY_DEFAULT_LIMIT), &mut o)?,
     }
     o.finish()
+}
+
+/// How many links of each of `classes` `report broken` lists (all of them: no limit), in
+/// one snapshot: what `trawl crawl --fail-on` counts.
+pub fn count_links(store: &SqliteStore, classes: LinkClasses) -> Result<ClassCounts, StoreError> {
+    let _snapshot = snapshot(store)?;
+    let mut counts = ClassCounts::default();
+    match broken::run(store, classes, &mut counts) {
+        Ok(()) => Ok(counts),
+        Err(ReportError::Store(e)) => Err(e),
+        Err(other) => unreachable!("counting writes nothing: {other}"),
+    }
+}
+
+/// One snapshot for a whole report, so a running crawl cannot make its queries disagree
+/// with each other.
+fn snapshot(store: &SqliteStore) -> Result<rusqlite::Transaction<'_>, StoreError> {
+    store
+        .conn()
+        .unchecked_transaction()
+        .map_err(|e| sql(store, e))
 }
 
 /// A SQLite error on this store, named after its file.

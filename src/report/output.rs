@@ -1,4 +1,5 @@
-//! The three ways a report is written: aligned columns, CSV, or one JSON array of objects.
+//! The ways a report is written: aligned columns, CSV, or one JSON array of objects (every
+//! report); and for `broken` only, the formats CI systems read (`ci/`).
 //!
 //! Rows stream: CSV and JSON write each row as it comes. The table needs column widths, so
 //! it holds the first [`TABLE_SAMPLE`] rows to measure them, then streams the rest with
@@ -22,20 +23,78 @@ pub enum OutputFormat {
     /// One JSON array holding one object per row, keys in column order; missing values
     /// are `null`, lists are arrays.
     Json,
+    /// `broken` only: JUnit XML, a testcase per link listed.
+    Junit,
+    /// `broken` only: SARIF 2.1.0, a result per link listed, located at its page.
+    Sarif,
+    /// `broken` only: a Markdown table for a CI job summary, with counts per class.
+    Markdown,
+    /// `broken` only: GitHub Actions workflow commands (`::error ...`), one per link.
+    Github,
+}
+
+impl OutputFormat {
+    /// Every format, in the order `--format` lists them.
+    pub const ALL: &'static [OutputFormat] = &[
+        OutputFormat::Table,
+        OutputFormat::Csv,
+        OutputFormat::Json,
+        OutputFormat::Junit,
+        OutputFormat::Sarif,
+        OutputFormat::Markdown,
+        OutputFormat::Github,
+    ];
+
+    /// The name `--format` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutputFormat::Table => "table",
+            OutputFormat::Csv => "csv",
+            OutputFormat::Json => "json",
+            OutputFormat::Junit => "junit",
+            OutputFormat::Sarif => "sarif",
+            OutputFormat::Markdown => "markdown",
+            OutputFormat::Github => "github",
+        }
+    }
+
+    /// The rows-and-columns writer of this format, `None` for the CI formats (which only
+    /// `broken` writes).
+    pub(super) fn tabular(self) -> Option<Tabular> {
+        match self {
+            OutputFormat::Table => Some(Tabular::Table),
+            OutputFormat::Csv => Some(Tabular::Csv),
+            OutputFormat::Json => Some(Tabular::Json),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for OutputFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl FromStr for OutputFormat {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "table" => Ok(OutputFormat::Table),
-            "csv" => Ok(OutputFormat::Csv),
-            "json" => Ok(OutputFormat::Json),
-            _ => Err(format!(
-                "unknown report format {s:?}; use table, csv or json"
-            )),
-        }
+        OutputFormat::ALL
+            .iter()
+            .copied()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| {
+                format!("unknown report format {s:?}; use table, csv, json, or for broken junit, sarif, markdown or github")
+            })
     }
+}
+
+/// The formats every report is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Tabular {
+    Table,
+    Csv,
+    Json,
 }
 
 /// One value of a report row.
@@ -101,7 +160,7 @@ fn format_float(x: f64) -> String {
 
 /// A report being written: columns once, then rows, then [`Out::finish`].
 pub(super) struct Out<'a> {
-    format: OutputFormat,
+    format: Tabular,
     limit: Option<u64>,
     out: &'a mut dyn Write,
     columns: Vec<&'static str>,
@@ -114,7 +173,7 @@ pub(super) struct Out<'a> {
 }
 
 impl<'a> Out<'a> {
-    pub(super) fn new(format: OutputFormat, limit: Option<u64>, out: &'a mut dyn Write) -> Out<'a> {
+    pub(super) fn new(format: Tabular, limit: Option<u64>, out: &'a mut dyn Write) -> Out<'a> {
         Out {
             format,
             limit,
@@ -131,9 +190,9 @@ impl<'a> Out<'a> {
     pub(super) fn columns(&mut self, columns: &[&'static str]) -> Result<(), ReportError> {
         self.columns = columns.to_vec();
         match self.format {
-            OutputFormat::Table => {}
-            OutputFormat::Csv => self.csv_line(columns.iter().map(|c| c.to_string()))?,
-            OutputFormat::Json => self.out.write_all(b"[")?,
+            Tabular::Table => {}
+            Tabular::Csv => self.csv_line(columns.iter().map(|c| c.to_string()))?,
+            Tabular::Json => self.out.write_all(b"[")?,
         }
         Ok(())
     }
@@ -151,7 +210,7 @@ impl<'a> Out<'a> {
         }
         self.rows += 1;
         match self.format {
-            OutputFormat::Table => {
+            Tabular::Table => {
                 if self.widths.is_some() {
                     self.table_line(&cells, false)?;
                 } else {
@@ -161,8 +220,8 @@ impl<'a> Out<'a> {
                     }
                 }
             }
-            OutputFormat::Csv => self.csv_line(cells.iter().map(|c| c.plain("")))?,
-            OutputFormat::Json => {
+            Tabular::Csv => self.csv_line(cells.iter().map(|c| c.plain("")))?,
+            Tabular::Json => {
                 let sep: &[u8] = if self.rows == 1 { b"\n" } else { b",\n" };
                 self.out.write_all(sep)?;
                 let mut first = true;
@@ -187,7 +246,7 @@ impl<'a> Out<'a> {
     /// End the report; returns the rows written.
     pub(super) fn finish(mut self) -> Result<u64, ReportError> {
         match self.format {
-            OutputFormat::Table => {
+            Tabular::Table => {
                 if self.widths.is_none() {
                     self.flush_sample()?;
                 }
@@ -195,8 +254,8 @@ impl<'a> Out<'a> {
                     self.out.write_all(b"(none)\n")?;
                 }
             }
-            OutputFormat::Csv => {}
-            OutputFormat::Json => {
+            Tabular::Csv => {}
+            Tabular::Json => {
                 let end: &[u8] = if self.rows == 0 { b"]\n" } else { b"\n]\n" };
                 self.out.write_all(end)?;
             }
@@ -278,7 +337,7 @@ impl<'a> Out<'a> {
 mod tests {
     use super::*;
 
-    fn render(format: OutputFormat, rows: Vec<Vec<Cell>>) -> String {
+    fn render(format: Tabular, rows: Vec<Vec<Cell>>) -> String {
         let mut buf = Vec::new();
         let mut o = Out::new(format, None, &mut buf);
         o.columns(&["name", "n"]).unwrap();
@@ -292,7 +351,7 @@ mod tests {
     #[test]
     fn table_aligns_and_right_aligns_numbers() {
         let t = render(
-            OutputFormat::Table,
+            Tabular::Table,
             vec![
                 vec![Cell::Text("a".into()), Cell::Int(5)],
                 vec![Cell::Text("long".into()), Cell::Int(123)],
@@ -304,20 +363,20 @@ mod tests {
     #[test]
     fn json_is_one_array_with_nulls_and_lists() {
         let t = render(
-            OutputFormat::Json,
+            Tabular::Json,
             vec![vec![Cell::List(vec!["x".into(), "y".into()]), Cell::Null]],
         );
         let v: serde_json::Value = serde_json::from_str(&t).unwrap();
         assert_eq!(v, serde_json::json!([{"name": ["x", "y"], "n": null}]));
         let empty: serde_json::Value =
-            serde_json::from_str(&render(OutputFormat::Json, vec![])).unwrap();
+            serde_json::from_str(&render(Tabular::Json, vec![])).unwrap();
         assert_eq!(empty, serde_json::json!([]));
     }
 
     #[test]
     fn csv_quotes() {
         let t = render(
-            OutputFormat::Csv,
+            Tabular::Csv,
             vec![vec![Cell::Text("a,b".into()), Cell::Float(0.5)]],
         );
         assert_eq!(t, "name,n\n\"a,b\",0.500000\n");

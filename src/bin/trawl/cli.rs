@@ -9,6 +9,7 @@ use clap::{
     Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand, ValueEnum, ValueHint,
 };
 use trawl::config::{Flag, FlagKind};
+use trawl::report::LinkClasses;
 
 /// A site crawler: every page and link of a site in a resumable SQLite file.
 #[derive(Debug, Parser)]
@@ -31,7 +32,7 @@ pub enum Command {
   trawl crawl --store redis://10.0.0.5:6379/0 --crawl-id ex                        machines B, C...
 
 Exit codes: 0 finished (or nothing to do), 1 failed while crawling, not one seed could be
-fetched, or with --fail-on-errors finished with URLs that failed or answered 4xx/5xx, 2 bad input,
+fetched, or with --fail-on (--fail-on-errors) finished with links of those classes, 2 bad input,
 130 interrupted (resumable).")]
     // The crawl writes where the reading commands read: the same flags, their own words.
     #[command(mut_arg("db", |a| a.help(
@@ -64,6 +65,9 @@ fetched, or with --fail-on-errors finished with URLs that failed or answered 4xx
     #[command(after_help = "Examples:
   trawl report --db site.db summary
   trawl report --db site.db broken --format csv > broken.csv
+  trawl report --db site.db broken --format sarif > links.sarif       code scanning
+  trawl report --db site.db broken --format markdown >> \"$GITHUB_STEP_SUMMARY\"
+  trawl report --db site.db broken --class redirected                 links to update
   trawl report --db site.db top --limit 50
   trawl report --db site.db redirects --format json | jq .
 
@@ -127,8 +131,15 @@ pub struct CrawlArgs {
     #[arg(long, conflicts_with = "store")]
     pub recrawl: bool,
 
-    /// Exit 1 when the crawl finishes (or was finished) with URLs that failed or answered
-    /// 4xx/5xx: for CI checks of a site's links.
+    /// Exit 1 when the crawl finishes (or was finished) with links of these classes
+    /// (comma-separated: broken, fragment, blocked, transient, redirected), counted over the
+    /// whole crawl as "trawl report broken --class" lists them: for CI checks of a site's
+    /// links.
+    #[arg(long, value_name = "CLASSES", conflicts_with = "fail_on_errors")]
+    pub fail_on: Option<LinkClasses>,
+
+    /// Exit 1 when the crawl finishes with broken links or missing fragments: --fail-on
+    /// broken,fragment (blocked and transient links may well work).
     #[arg(long)]
     pub fail_on_errors: bool,
 
@@ -453,18 +464,25 @@ pub struct ManArgs {
 pub struct ReportArgs {
     #[command(flatten)]
     pub source: Source,
-    /// broken: failed or 4xx/5xx URLs and the pages linking to them; redirects: redirect
+    /// broken: links to fix, by class, with the page, line and column of each; redirects: redirect
     /// chains; depth: pages per depth, recorded and shortest; top: most-linked pages and
     /// PageRank; orphans: URLs only a sitemap links to; summary: counts and timing.
     #[arg(value_parser = ["broken", "redirects", "depth", "top", "orphans", "summary"])]
     pub kind: String,
-    /// Aligned columns for people, or CSV / a JSON array for programs.
-    #[arg(long, value_parser = ["table", "csv", "json"], default_value = "table")]
+    /// Aligned columns for people, or CSV / a JSON array for programs; for broken also
+    /// CI formats: junit (test report), sarif (SARIF 2.1.0, code scanning), markdown (a
+    /// job summary), github (GitHub Actions annotations).
+    #[arg(long, value_parser = ["table", "csv", "json", "junit", "sarif", "markdown", "github"],
+          default_value = "table")]
     pub format: String,
     /// At most N rows (N entries per section for summary) [default: all; 20 for top, 10
     /// per section for summary].
     #[arg(long, value_name = "N")]
     pub limit: Option<u64>,
+    /// broken: the classes of links listed, comma-separated: broken, fragment, blocked,
+    /// transient, redirected [default: broken,fragment,blocked,transient].
+    #[arg(long, value_name = "CLASSES")]
+    pub class: Option<LinkClasses>,
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use crate::cli::{ConfigLayers, CrawlArgs, LogFormat};
 use crate::exit::{fail, with_causes, BAD_INPUT, FAILED, INTERRUPTED, SUCCESS};
 use crate::{progress, source};
+use trawl::report::LinkClasses;
 use trawl::{Crawler, CrawlerBuilder, Outcome};
 
 impl ConfigLayers {
@@ -154,23 +155,28 @@ pub(crate) async fn watched(
     }
 }
 
-/// The exit code of a finished crawl: success, unless `--fail-on-errors` and some URLs
-/// failed or answered 4xx/5xx (counted over the whole crawl, every run of it).
+/// The exit code of a finished crawl: success, unless `--fail-on` (or `--fail-on-errors`)
+/// and the crawl has links of those classes (counted over the whole crawl, every run of it,
+/// as `trawl report broken --class` lists them).
 pub(crate) async fn finished_exit(args: &CrawlArgs) -> ExitCode {
-    if !args.fail_on_errors {
-        return ExitCode::from(SUCCESS);
-    }
+    let (classes, flag) = match (args.fail_on, args.fail_on_errors) {
+        (Some(classes), _) => (classes, format!("--fail-on {classes}")),
+        (None, true) => (LinkClasses::ERRORS, "--fail-on-errors".to_string()),
+        (None, false) => return ExitCode::from(SUCCESS),
+    };
     let source = &args.source;
     let readable = match source::readable(source).await {
         Ok(r) => r,
         Err(e) => return fail(FAILED, with_causes(&e)),
     };
-    match trawl::status::read(&readable.path) {
-        Ok(s) if s.broken == 0 => ExitCode::from(SUCCESS),
-        Ok(s) => {
+    match trawl::status::link_counts(&readable.path, classes) {
+        Ok(counts) if counts.total() == 0 => ExitCode::from(SUCCESS),
+        Ok(counts) => {
+            let n = counts.total();
             eprintln!(
-                "trawl: {} URLs failed or answered 4xx/5xx (--fail-on-errors); `trawl report {} broken` lists them",
-                s.broken,
+                "trawl: {n} {} to fix ({}; {flag}); `trawl report {} broken --class {classes}` lists them",
+                if n == 1 { "link" } else { "links" },
+                counts.describe(classes),
                 source.shown()
             );
             ExitCode::from(FAILED)

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 /// Done: the crawl finished (or there was nothing to do); the export was written.
 pub const SUCCESS: u8 = 0;
 /// Something failed while running (the store, the disk, a bug); committed work is safe.
-/// Also a crawl in which not one seed could be fetched, and a finished crawl with URLs
-/// that failed or answered 4xx/5xx, under `--fail-on-errors`.
+/// Also a crawl in which not one seed could be fetched, and a finished crawl with links of
+/// the classes `--fail-on` names (`--fail-on-errors`: broken links and missing fragments).
 pub const FAILED: u8 = 1;
 /// Bad input: an unusable seed, option, config file or database. Nothing was written.
 pub const BAD_INPUT: u8 = 2;

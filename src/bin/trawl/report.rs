@@ -17,13 +17,18 @@ pub(crate) fn report(args: ReportArgs) -> ExitCode {
 }
 
 pub(crate) fn run_report(args: &ReportArgs) -> anyhow::Result<()> {
-    use trawl::report::{self, Kind, OutputFormat};
+    use trawl::report::{self, Kind, Options, OutputFormat};
     let kind: Kind = args.kind.parse().map_err(anyhow::Error::msg)?;
     let format: OutputFormat = args.format.parse().map_err(anyhow::Error::msg)?;
+    let options = Options {
+        format,
+        limit: args.limit,
+        classes: args.class,
+    };
     let readable = readable_blocking(&args.source)?;
     let store = SqliteStore::open(&readable.path, OpenMode::Read)?;
     let mut w = std::io::BufWriter::new(std::io::stdout().lock());
-    report::run(&store, kind, format, args.limit, &mut w)?;
+    report::run(&store, kind, &options, &mut w)?;
     w.flush().map_err(report::ReportError::from)?;
     Ok(())
 }
