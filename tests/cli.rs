@@ -581,6 +581,56 @@ async fn crawl_then_export_edges_and_pages() {
     assert_untouched(&path, &before);
 }
 
+/// `trawl crawl --db F --recheck failed` on a finished crawl asks again what failed or
+/// answered 4xx/5xx, and nothing that answered well.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recheck_failed_asks_only_the_failures_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, path, out) = crawl_site(dir.path(), "site.db", &SiteSpec::small()).await;
+    assert_finished(&out);
+    let failed: std::collections::BTreeSet<String> = {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let mut st = conn
+            .prepare("SELECT key FROM urls WHERE state = 2 OR status >= 400")
+            .unwrap();
+        let keys = st.query_map([], |r| r.get::<_, String>(0)).unwrap();
+        let base = server.base();
+        keys.map(|k| k.unwrap().strip_prefix(&base).unwrap().to_owned())
+            .collect()
+    };
+    assert!(
+        failed.len() >= 2,
+        "the site has errors to recheck: {failed:?}"
+    );
+    server.clear_log();
+    let out = run(
+        dir.path(),
+        &["crawl", "--db", "site.db", "--recheck", "failed"],
+    );
+    assert_finished(&out);
+    let asked: std::collections::BTreeSet<String> = server
+        .hits()
+        .into_iter()
+        // A new run prepares the host again (robots.txt and its sitemaps may have changed).
+        .filter(|h| h != "/robots.txt" && h != "/sitemap.xml")
+        .collect();
+    assert_eq!(asked, failed, "only the failures, each again");
+    // It is a resume of that crawl, not a new one: --recrawl and --recheck exclude each other.
+    let out = run(
+        dir.path(),
+        &[
+            "crawl",
+            "--db",
+            "site.db",
+            "--recheck",
+            "failed",
+            "--recrawl",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    assert!(text(&out.stderr).contains("cannot be used with '--recrawl'"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn export_into_a_closed_pipe_exits_quietly() {
     let dir = tempfile::tempdir().unwrap();

@@ -116,6 +116,13 @@ pub struct ConfigLayers {
     pub options: CrawlOptions,
 }
 
+/// What `trawl crawl --recheck` fetches again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Recheck {
+    /// URLs that failed or answered 4xx/5xx.
+    Failed,
+}
+
 /// `trawl crawl`.
 #[derive(Debug, Args)]
 pub struct CrawlArgs {
@@ -130,6 +137,12 @@ pub struct CrawlArgs {
     /// (SQLite crawls; a Redis crawl starts again under a new --crawl-id).
     #[arg(long, conflicts_with = "store")]
     pub recrawl: bool,
+
+    /// When the file holds a finished crawl, fetch again only what failed: every URL that
+    /// got no answer or answered 4xx/5xx (after an outage of the site or of a linked
+    /// host), and what they link to now. SQLite crawls.
+    #[arg(long, value_name = "WHAT", value_enum, conflicts_with_all = ["store", "recrawl"])]
+    pub recheck: Option<Recheck>,
 
     /// Exit 1 when the crawl finishes (or was finished) with links of these classes
     /// (comma-separated: broken, fragment, blocked, transient, redirected), counted over the

@@ -4,7 +4,7 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
-use crate::cli::{ConfigLayers, CrawlArgs, LogFormat};
+use crate::cli::{ConfigLayers, CrawlArgs, LogFormat, Recheck};
 use crate::exit::{fail, with_causes, BAD_INPUT, FAILED, INTERRUPTED, SUCCESS};
 use crate::{progress, source};
 use trawl::report::LinkClasses;
@@ -113,6 +113,7 @@ pub(crate) async fn build(args: &CrawlArgs) -> Option<Result<Crawler, trawl::Err
             builder
                 .db(db.clone().expect("clap requires --db without --store"))
                 .recrawl(args.recrawl)
+                .recheck_failed(args.recheck == Some(Recheck::Failed))
                 .build(),
         ),
     }
