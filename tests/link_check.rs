@@ -1,12 +1,12 @@
 //! The crawl side of link checking, on both stores: each link's `#fragment` and place in
 //! its page, each HTML page's ids, and external links (another loopback address stands
-//! for another host) checked once with HEAD, then GET where HEAD is refused or the ids
-//! are needed, and never crawled.
+//! for another host) checked once, never crawled: one GET for a page whose ids may be
+//! wanted, HEAD for a named file (then GET where HEAD is refused or unreliable).
 
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -177,18 +177,18 @@ async fn fragments_and_places_are_stored(store: Backend) {
     assert!(skipped.iter().all(|(_, r)| r == "out-of-scope"));
 }
 
-async fn external_links_are_checked_once_never_crawled(store: Backend) {
+/// Crawls the front page with `check-external` (fragments checked or not) and asserts
+/// each check's stored status, the same whichever requests gave it.
+async fn check_front(store: &Backend, fragments: bool) -> (Adhoc, Adhoc, PathBuf) {
     let (ext, _) = start_external().await;
     let site = site(Arc::new(Mutex::new(front(&ext.base)))).await;
-    store
-        .crawl(
-            store
-                .builder("s")
-                .seed(format!("{}/", site.base))
-                .check_external(true)
-                .max_attempts(1),
-        )
-        .await;
+    let builder = store
+        .builder("s")
+        .seed(format!("{}/", site.base))
+        .check_external(true)
+        .check_fragments(fragments)
+        .max_attempts(1);
+    store.crawl(builder).await;
     let db = store.db("s").await;
     let rows: Vec<(String, i64)> = query(
         &db,
@@ -197,7 +197,7 @@ async fn external_links_are_checked_once_never_crawled(store: Backend) {
             ext.base.len() + 1
         ),
     );
-    let expect: Vec<(String, i64)> = [
+    let expect = [
         ("/file.pdf", 200),
         ("/final", 200),
         ("/gone", 404),
@@ -205,30 +205,40 @@ async fn external_links_are_checked_once_never_crawled(store: Backend) {
         ("/nohead", 200),
         ("/ok", 200),
         ("/page", 200),
-    ]
-    .iter()
-    .map(|(p, s)| (p.to_string(), *s))
-    .collect();
-    assert_eq!(rows, expect);
-    // HEAD first; GET where HEAD was refused or said 404, or the page's ids were needed.
-    // Nothing else: no robots.txt, no sitemap, no link of a checked page.
+    ];
+    assert_eq!(rows, expect.map(|(p, s)| (p.to_string(), s)));
+    (ext, site, db)
+}
+
+/// The external host's requests by path, in order, against what is expected.
+fn assert_methods(ext: &Adhoc, expect: &[(&str, &[&str])]) {
     let mut asked: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for hit in ext.all() {
         asked.entry(hit.path).or_default().push(hit.method);
     }
-    let expect: BTreeMap<String, Vec<String>> = [
-        ("/file.pdf", &["HEAD"][..]),
-        ("/final", &["HEAD"]),
-        ("/gone", &["HEAD", "GET"]),
-        ("/moved", &["HEAD"]),
-        ("/nohead", &["HEAD", "GET"]),
-        ("/ok", &["HEAD", "GET"]),
-        ("/page", &["HEAD", "GET"]),
-    ]
-    .iter()
-    .map(|(p, m)| (p.to_string(), m.iter().map(|m| m.to_string()).collect()))
-    .collect();
+    let expect: BTreeMap<String, Vec<String>> = expect
+        .iter()
+        .map(|(p, m)| (p.to_string(), m.iter().map(|m| m.to_string()).collect()))
+        .collect();
     assert_eq!(asked, expect);
+}
+
+async fn external_links_are_checked_once_never_crawled(store: Backend) {
+    let (ext, site, db) = check_front(&store, true).await;
+    // One GET each (the ids of any page may be wanted); HEAD for the named PDF. Nothing
+    // else: no robots.txt, no sitemap, no link of a checked page.
+    assert_methods(
+        &ext,
+        &[
+            ("/file.pdf", &["HEAD"]),
+            ("/final", &["GET"]),
+            ("/gone", &["GET"]),
+            ("/moved", &["GET"]),
+            ("/nohead", &["GET"]),
+            ("/ok", &["GET"]),
+            ("/page", &["GET"]),
+        ],
+    );
     let ids: Vec<(String, Option<String>)> = query(
         &db,
         &format!(
@@ -257,6 +267,24 @@ async fn external_links_are_checked_once_never_crawled(store: Backend) {
     assert_eq!(
         keys,
         [format!("{}/", site.base), format!("{}/doc", site.base)]
+    );
+}
+
+async fn without_fragments_a_check_is_head_first(store: Backend) {
+    let (ext, _site, _db) = check_front(&store, false).await;
+    // No ids wanted: HEAD says enough, except where it is refused or says 404 (GET may
+    // contradict it).
+    assert_methods(
+        &ext,
+        &[
+            ("/file.pdf", &["HEAD"]),
+            ("/final", &["HEAD"]),
+            ("/gone", &["HEAD", "GET"]),
+            ("/moved", &["HEAD"]),
+            ("/nohead", &["HEAD", "GET"]),
+            ("/ok", &["HEAD"]),
+            ("/page", &["HEAD"]),
+        ],
     );
 }
 
@@ -336,7 +364,7 @@ async fn checks_are_kept_for_the_next_recrawl(store: Backend) {
     assert_eq!(
         asked(&ext).len(),
         2 * first.len() - 1,
-        "all but /file.pdf's HEAD"
+        "all but /file.pdf, no longer linked"
     );
 }
 
@@ -366,11 +394,8 @@ async fn recheck_failed_asks_only_what_failed(store: Backend) {
     store.crawl(builder().recheck_failed(true)).await;
     assert_eq!(
         asked(&ext)[first..],
-        [
-            ("HEAD".to_string(), "/gone".to_string()),
-            ("GET".into(), "/gone".into())
-        ],
-        "HEAD then GET for the page's ids, and nothing else"
+        [("GET".to_string(), "/gone".to_string())],
+        "one GET for the failed check, and nothing else"
     );
     let db = store.db("s").await;
     let gone: Vec<(String, i64)> = query(
@@ -467,6 +492,7 @@ both_stores!(
     external_hosts_keep_their_politeness,
     fragments_and_places_are_stored,
     external_links_are_checked_once_never_crawled,
+    without_fragments_a_check_is_head_first,
     checks_are_kept_for_the_next_recrawl,
     recheck_failed_asks_only_what_failed
 );

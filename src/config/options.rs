@@ -128,10 +128,11 @@ macro_rules! crawl_options {
                 cli: Flag::switch(false)
                     .named("keep-session-ids")
                     .help("Keep session IDs in canonical URLs (they are removed by default)");
-            /// Check every out-of-scope http(s) link once, without crawling it: HEAD, then GET
-            /// when HEAD is refused or unreliable (a 4xx or 5xx) or the page's ids are needed
-            /// for `check-fragments`. Its links are not followed; robots.txt is not read for a
-            /// single check. The per-host limits, pauses and retries apply.
+            /// Check every out-of-scope http(s) link once, without crawling it: one GET when
+            /// its ids may be needed for `check-fragments`, else (and for URLs named for a
+            /// file that is never HTML) HEAD, then GET when HEAD is refused or unreliable (a
+            /// 4xx or 5xx). Its links are not followed; robots.txt is not read for a single
+            /// check. The per-host limits, pauses and retries apply.
             check_external: bool = false,
                 cli: Flag::switch(true);
             /// Collect each HTML page's ids and `<a name>`s, so that `trawl report broken` finds

@@ -19,6 +19,8 @@ use crate::politeness::robots::product_token;
 use crate::result::{now_ms, ErrorKind, PageResult};
 use crate::retry::{self, RetryPolicy};
 
+mod check;
+
 /// Non-HTML bodies up to this size are read (and discarded) so the connection can be
 /// reused; larger ones are recorded by their `Content-Length` and not downloaded.
 const READ_OTHER_UP_TO: u64 = 1 << 20;
@@ -45,8 +47,8 @@ pub struct Reader {
 pub enum Ask {
     /// Fetched and read for links: a page of the crawl.
     Crawl,
-    /// Checked only (an external link under `check-external`): HEAD when that says
-    /// enough, its links never followed.
+    /// Checked only (an external link under `check-external`): one GET when its ids
+    /// may be wanted, HEAD when that says enough; its links never followed.
     Check,
 }
 
@@ -189,22 +191,6 @@ impl Reader {
             pause,
             outcome: Outcome::Done(Box::new(found)),
         }
-    }
-
-    /// A link check's request: HEAD, then GET when HEAD is refused or unreliable (servers
-    /// that answer HEAD with 405, 501, or a 403/404 their GET contradicts: any 4xx or 5xx
-    /// but the transient ones, which are retried as they are), or when the target is HTML
-    /// and its ids are wanted. The response, and whether it is HEAD's.
-    async fn check(&self, url: &Url) -> Result<(Response, bool), crate::fetch::FetchError> {
-        let head = self.fetcher.head(url).await?;
-        let status = head.status().as_u16();
-        let unreliable = status >= 400 && !retry::is_transient_status(status);
-        let ids_wanted = self.ids && status < 300 && head.content_type().is_some_and(is_html);
-        if !unreliable && !ids_wanted {
-            return Ok((head, true));
-        }
-        drop(head);
-        Ok((self.fetcher.get(url).await?, false))
     }
 
     async fn response(&self, url: &Url, mut resp: Response, found: &mut Found, headed: bool) {
@@ -536,7 +522,7 @@ async fn other(mut resp: Response, rec: &mut PageResult, extras: &mut Extras) {
 }
 
 /// HTML and XHTML media types: the only ones trawl parses.
-fn is_html(content_type: &str) -> bool {
+pub(super) fn is_html(content_type: &str) -> bool {
     let essence = content_type.split(';').next().unwrap_or("").trim();
     essence.eq_ignore_ascii_case("text/html")
         || essence.eq_ignore_ascii_case("application/xhtml+xml")
