@@ -41,12 +41,6 @@ pub enum Error {
         /// The database path.
         db: String,
     },
-    /// Asked of a Redis crawl, something only a crawl's SQLite file can do yet.
-    #[error("{what} works on a crawl's SQLite file (--db FILE without --store); a Redis crawl cannot do it yet")]
-    LocalOnly {
-        /// The option.
-        what: &'static str,
-    },
     /// A bug in trawl.
     #[error("internal error: {0}; please report it")]
     Internal(String),
@@ -57,11 +51,7 @@ impl Error {
     /// crawling. The CLI exits 2 for these.
     pub fn is_usage(&self) -> bool {
         match self {
-            Error::Url(_)
-            | Error::Config(_)
-            | Error::NoDb
-            | Error::NoSeeds { .. }
-            | Error::LocalOnly { .. } => true,
+            Error::Url(_) | Error::Config(_) | Error::NoDb | Error::NoSeeds { .. } => true,
             Error::Store(e) => e.is_usage(),
             // Writing failed mid-crawl; every other WARC error is about the path given.
             Error::Warc(e) => !matches!(e, WarcError::Write { .. }),

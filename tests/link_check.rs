@@ -16,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use support::adhoc::Adhoc;
 use support::backend::{both_stores, Backend};
+use trawl::CrawlerBuilder;
 
 /// The external host: every answer a link checker meets. `/gone` comes back once `back`.
 async fn external(State(back): State<Arc<AtomicBool>>, req: Request) -> Response {
@@ -294,32 +295,37 @@ fn asked(ext: &Adhoc) -> Vec<(String, String)> {
 }
 
 async fn checks_are_kept_for_the_next_recrawl(store: Backend) {
-    if store.is_redis() {
-        return; // A Redis crawl has no --recrawl (it starts again under a new crawl id).
-    }
     let (ext, _) = start_external().await;
     let page = Arc::new(Mutex::new(front(&ext.base)));
     let site = site(page.clone()).await;
-    let builder = || {
-        store
-            .builder("s")
-            .seed(format!("{}/", site.base))
+    let with = |b: CrawlerBuilder| {
+        b.seed(format!("{}/", site.base))
             .check_external(true)
             .max_attempts(1)
     };
-    store.crawl(builder()).await;
+    store.crawl(with(store.builder("s"))).await;
     let first = asked(&ext);
+    if store.is_redis() {
+        // A new Redis crawl does not take over a file holding another crawl unasked.
+        let err = store
+            .build(with(store.again("s", 2)))
+            .await
+            .err()
+            .expect("refused");
+        assert!(err.is_usage(), "{err}");
+        assert!(err.to_string().contains("add --recrawl"), "{err}");
+    }
     // The site drops its link to /file.pdf: the next crawl asks the external host nothing,
     // links to the kept answers, and drops the one nobody links to any more.
     let without_pdf = front(&ext.base).replace(&format!("{}/file.pdf", ext.base), "/doc");
     *page.lock().unwrap() = without_pdf;
-    store.crawl(builder().recrawl(true)).await;
+    store.crawl(with(store.again("s", 2)).recrawl(true)).await;
     assert_eq!(
         asked(&ext),
         first,
         "no check asked again within check-cache-age"
     );
-    let db = store.db("s").await;
+    let db = store.results_file("s");
     let kept: Vec<(String, i64)> = query(
         &db,
         &format!(
@@ -353,12 +359,19 @@ async fn checks_are_kept_for_the_next_recrawl(store: Backend) {
         .map(|(p, n)| (p.to_string(), n)),
         "the new pages' links and the kept redirect"
     );
+    // The file holds the new crawl, finished, as a local recrawl leaves it.
+    let finished: Vec<(String, bool)> = query(
+        &db,
+        "SELECT 'finished', finished_at IS NOT NULL AND running_pid IS NULL FROM crawl",
+    );
+    assert_eq!(finished, [("finished".to_string(), true)]);
     // With check-cache-age 0 every check is asked again.
+    let zero = std::time::Duration::ZERO;
     store
         .crawl(
-            builder()
+            with(store.again("s", 3))
                 .recrawl(true)
-                .check_cache_age(std::time::Duration::ZERO),
+                .check_cache_age(zero),
         )
         .await;
     assert_eq!(
@@ -371,33 +384,38 @@ async fn checks_are_kept_for_the_next_recrawl(store: Backend) {
 async fn recheck_failed_asks_only_what_failed(store: Backend) {
     let (ext, back) = start_external().await;
     let site = site(Arc::new(Mutex::new(front(&ext.base)))).await;
-    let builder = || {
-        store
-            .builder("s")
-            .seed(format!("{}/", site.base))
-            .check_external(true)
-            .max_attempts(1)
-    };
-    if store.is_redis() {
-        let err = store
-            .build(builder().recheck_failed(true))
-            .await
-            .err()
-            .expect("refused");
-        assert!(err.is_usage(), "{err}");
-        assert!(err.to_string().contains("SQLite file"), "{err}");
-        return;
-    }
-    store.crawl(builder()).await;
+    let first_run = store
+        .builder("s")
+        .seed(format!("{}/", site.base))
+        .check_external(true)
+        .max_attempts(1);
+    store.crawl(first_run).await;
     let first = asked(&ext).len();
+    let site_asked = site.all().len();
+    let before: Vec<(String, i64)> = query(
+        &store.results_file("s"),
+        "SELECT key, count(*) FROM urls GROUP BY key
+         UNION ALL SELECT 'edges', count(*) FROM edges ORDER BY 1",
+    );
     back.store(true, Ordering::Relaxed);
-    store.crawl(builder().recheck_failed(true)).await;
+    // No seed given: the file's are the crawl's.
+    let recheck = store
+        .again("s", 2)
+        .check_external(true)
+        .max_attempts(1)
+        .recheck_failed(true);
+    store.crawl(recheck).await;
     assert_eq!(
         asked(&ext)[first..],
         [("GET".to_string(), "/gone".to_string())],
         "one GET for the failed check, and nothing else"
     );
-    let db = store.db("s").await;
+    assert_eq!(
+        site.all().len(),
+        site_asked,
+        "the site's pages are not asked"
+    );
+    let db = store.results_file("s");
     let gone: Vec<(String, i64)> = query(
         &db,
         &format!(
@@ -406,6 +424,12 @@ async fn recheck_failed_asks_only_what_failed(store: Backend) {
         ),
     );
     assert_eq!(gone[0].1, 200);
+    let after: Vec<(String, i64)> = query(
+        &db,
+        "SELECT key, count(*) FROM urls GROUP BY key
+         UNION ALL SELECT 'edges', count(*) FROM edges ORDER BY 1",
+    );
+    assert_eq!(after, before, "the same URLs, each once, and edges");
     let finished: Vec<(String, Option<i64>)> = query(&db, "SELECT 'crawl', finished_at FROM crawl");
     assert!(
         finished[0].1.is_some(),

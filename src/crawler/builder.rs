@@ -94,7 +94,8 @@ impl CrawlerBuilder {
     }
 
     /// When the file holds a finished crawl, start it again from the seeds (the previous
-    /// results in the file are discarded).
+    /// results in the file are discarded, but the link checks younger than
+    /// `check-cache-age`). A new Redis crawl given that file (`db`) takes it this way.
     pub fn recrawl(mut self, yes: bool) -> Self {
         self.recrawl = yes;
         self
@@ -102,7 +103,8 @@ impl CrawlerBuilder {
 
     /// When the file holds a finished crawl, fetch again every URL that failed or answered
     /// 4xx/5xx (`trawl crawl --recheck failed`, after an outage), and nothing else that is
-    /// known; what they link to now is crawled as usual. SQLite crawls only.
+    /// known; what they link to now is crawled as usual. A new Redis crawl given that file
+    /// (`db`) takes it this way.
     pub fn recheck_failed(mut self, yes: bool) -> Self {
         self.recheck = yes;
         self

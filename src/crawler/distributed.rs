@@ -6,7 +6,7 @@ use tokio_util::sync::CancellationToken;
 use super::open::{open_warc, settle, Given};
 use super::{Backend, Crawler, CrawlerBuilder};
 use crate::config::CrawlConfig;
-use crate::store::redis::{self as redis_store, CrawlKeys, DistError, Redis};
+use crate::store::redis::{self as redis_store, CrawlKeys, DistError, Redis, Reuse};
 use crate::store::StoredCrawl;
 use crate::Error;
 
@@ -35,21 +35,36 @@ impl CrawlerBuilder {
             store: String::new(),
             why: "no --store given".into(),
         })?;
-        if self.recheck {
-            return Err(Error::LocalOnly {
-                what: "--recheck failed",
-            });
-        }
         let (url, id) = redis_store::parse_target(&store, self.crawl_id.as_deref())?;
         let given = self.check(None)?;
         let cancel = CancellationToken::new();
         let redis = Redis::connect(&url, cancel.clone()).await?;
         let mut keys = CrawlKeys::new(&id);
-        let (stored, created) = join(&redis, &keys, &given).await?;
+        let reuse = match (self.recrawl, self.recheck) {
+            (true, _) => Reuse::Recrawl,
+            (_, true) => Reuse::RecheckFailed,
+            _ => Reuse::No,
+        };
+        let earlier = match &self.db {
+            Some(path) => redis_store::earlier(&redis, &keys, path, reuse).await?,
+            None => None,
+        };
+        let (stored, created) = join(&redis, &keys, &given, earlier.as_ref()).await?;
         keys.set_shards(redis_store::shards(&redis, &keys).await?);
+        let mut settled = settle(Some(&stored), &given.seeds, &given.layers)?;
         match &self.db {
             Some(path) => {
-                redis_store::claim(&redis, &keys, path).await?;
+                let keep = settled.config.check_cache_age;
+                if earlier.is_some() && !created {
+                    // Another process created the crawl a moment ago, not from the file.
+                    return Err(DistError::ReuseStarted {
+                        id,
+                        path: path.display().to_string(),
+                    }
+                    .into());
+                }
+                let earlier = earlier.is_some();
+                redis_store::prepare_file(&redis, &keys, path, earlier, reuse, keep).await?;
             }
             None => {
                 if redis_store::ResultsFile::of(&redis, &keys).await?.is_none() {
@@ -61,7 +76,6 @@ impl CrawlerBuilder {
                 }
             }
         }
-        let mut settled = settle(Some(&stored), &given.seeds, &given.layers)?;
         settled.config.warc = given.config.warc.clone();
         settled.config.metrics_addr = given.config.metrics_addr.clone();
         if settled.added && !created {
@@ -96,17 +110,20 @@ impl CrawlerBuilder {
     }
 }
 
-/// Read the Redis crawl, creating it from what was given when it does not exist yet;
-/// whether this process created it.
+/// Read the Redis crawl, creating it when it does not exist yet from what was given (over
+/// the `earlier` crawl of the file it takes, as a local recrawl keeps its file's seeds and
+/// configuration); whether this process created it.
 async fn join(
     redis: &Redis,
     keys: &CrawlKeys,
     given: &Given,
+    earlier: Option<&StoredCrawl>,
 ) -> Result<(StoredCrawl, bool), Error> {
     if let Some(stored) = redis_store::read(redis, keys).await? {
         return Ok((stored, false));
     }
-    if given.seeds.is_empty() {
+    let base = settle(earlier, &given.seeds, &given.layers)?;
+    if base.seeds.is_empty() {
         return Err(DistError::NoSeeds {
             id: keys.id().to_owned(),
         }
@@ -116,11 +133,11 @@ async fn join(
     let config = CrawlConfig {
         warc: None,
         metrics_addr: String::new(),
-        ..given.layers.over(None)?
+        ..base.config
     };
     let stored = StoredCrawl {
         config: config.to_toml(),
-        seeds: given.seeds.iter().map(|u| u.to_string()).collect(),
+        seeds: base.seeds.iter().map(|u| u.to_string()).collect(),
         finished: false,
     };
     if redis_store::create(redis, keys, &stored.seeds, &stored.config).await? {

@@ -29,6 +29,8 @@ use crate::result::PageResult;
 
 // The readers' part of the local store is public: a crawl's file is read by `export`,
 // `report` and `status`, and by anyone with SQLite. The rest is the crate's.
+#[cfg(feature = "redis")]
+pub(crate) use local::check_cache::FileUrl;
 pub use local::error::StoreError;
 pub(crate) use local::pending::UrlId;
 pub use local::sqlite::{CrawlRow, OpenMode, SqliteStore};

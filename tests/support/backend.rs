@@ -78,6 +78,28 @@ impl Backend {
         }
     }
 
+    /// A builder for run `run` (2, 3, ...) of the finished crawl `name` in its file (with
+    /// `recrawl` or `recheck_failed`): the same file; for Redis, a new crawl id `name.run`
+    /// whose process collects into the first crawl's results file.
+    pub fn again(&self, name: &str, run: usize) -> CrawlerBuilder {
+        match &self.redis {
+            None => self.builder(name),
+            Some(r) => Crawler::builder()
+                .store(r.url())
+                .crawl_id(format!("{name}.{run}"))
+                .db(self.results(name)),
+        }
+    }
+
+    /// The file holding the results of the crawl `name` (and of its recrawls): the
+    /// SQLite file, or the one its Redis crawl collected into.
+    pub fn results_file(&self, name: &str) -> PathBuf {
+        match &self.redis {
+            None => self.file(name),
+            Some(_) => self.results(name),
+        }
+    }
+
     /// Build what `builder` describes (made by [`Backend::builder`]).
     pub async fn build(&self, builder: CrawlerBuilder) -> Result<Crawler, trawl::Error> {
         match self.kind {

@@ -133,15 +133,17 @@ pub struct CrawlArgs {
     #[command(flatten)]
     pub source: Source,
 
-    /// Start a finished crawl again from its seeds, discarding its previous results
-    /// (SQLite crawls; a Redis crawl starts again under a new --crawl-id).
-    #[arg(long, conflicts_with = "store")]
+    /// Start a finished crawl again from its seeds, discarding its previous results but
+    /// the link checks younger than --check-cache-age. With --store, a new --crawl-id
+    /// takes the --db file's finished crawl this way.
+    #[arg(long)]
     pub recrawl: bool,
 
     /// When the file holds a finished crawl, fetch again only what failed: every URL that
     /// got no answer or answered 4xx/5xx (after an outage of the site or of a linked
-    /// host), and what they link to now. SQLite crawls.
-    #[arg(long, value_name = "WHAT", value_enum, conflicts_with_all = ["store", "recrawl"])]
+    /// host), and what they link to now. With --store, a new --crawl-id takes the --db
+    /// file's finished crawl this way.
+    #[arg(long, value_name = "WHAT", value_enum, conflicts_with = "recrawl")]
     pub recheck: Option<Recheck>,
 
     /// Exit 1 when the crawl finishes (or was finished) with links of these classes

@@ -93,7 +93,9 @@ pub(crate) fn crawl(args: CrawlArgs) -> ExitCode {
 pub(crate) async fn build(args: &CrawlArgs) -> Option<Result<Crawler, trawl::Error>> {
     let builder = args
         .layers
-        .apply(Crawler::builder().seeds(args.seeds.iter().cloned()));
+        .apply(Crawler::builder().seeds(args.seeds.iter().cloned()))
+        .recrawl(args.recrawl)
+        .recheck_failed(args.recheck == Some(Recheck::Failed));
     match (&args.source.store, &args.source.db) {
         (Some(store), db) => {
             let builder = match db {
@@ -112,8 +114,6 @@ pub(crate) async fn build(args: &CrawlArgs) -> Option<Result<Crawler, trawl::Err
         (None, db) => Some(
             builder
                 .db(db.clone().expect("clap requires --db without --store"))
-                .recrawl(args.recrawl)
-                .recheck_failed(args.recheck == Some(Recheck::Failed))
                 .build(),
         ),
     }

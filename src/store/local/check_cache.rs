@@ -15,6 +15,24 @@ use super::error::StoreError;
 use super::sqlite::SqliteStore;
 use crate::store::now_ms;
 
+/// A URL of the file, as [`SqliteStore::urls_after`] reads it.
+#[cfg(feature = "redis")]
+#[derive(Debug, Clone)]
+pub(crate) struct FileUrl {
+    /// Its row id.
+    pub id: i64,
+    /// Its canonical key.
+    pub key: String,
+    /// The URL fetched, when it differs from the key.
+    pub url: Option<String>,
+    /// Its depth.
+    pub depth: u32,
+    /// Its state.
+    pub state: crate::store::UrlState,
+    /// Why it was skipped, for a skipped URL.
+    pub skip_reason: Option<String>,
+}
+
 /// Kept URLs nobody links to, dropped in rounds: each round may orphan the next hop of a
 /// kept redirect chain, so a chain of `max-redirects` hops needs as many.
 const DROP_ROUNDS: usize = 32;
@@ -48,8 +66,43 @@ impl SqliteStore {
         cleared.map_err(|e| self.err(e))
     }
 
+    /// The crawl drained at `at`: drop the kept checks it never linked to and mark it
+    /// finished. Both stores finish a file this way (a Redis crawl's collector too).
+    pub fn mark_finished(&self, at: i64) -> rusqlite::Result<()> {
+        self.drop_unused_checks()?;
+        self.conn()
+            .execute("UPDATE crawl SET finished_at = ?1 WHERE id = 1", [at])
+            .map(drop)
+    }
+
+    /// Up to `limit` URLs of the file after the id `after`, in id order: what a Redis
+    /// crawl collected into this file is told it knows (read in pages, so a large file
+    /// is never held in memory at once).
+    #[cfg(feature = "redis")]
+    pub(crate) fn urls_after(&self, after: i64, limit: usize) -> Result<Vec<FileUrl>, StoreError> {
+        let read = || {
+            let mut st = self.conn().prepare(
+                "SELECT id, key, url, depth, state, skip_reason FROM urls
+                 WHERE id > ?1 ORDER BY id LIMIT ?2",
+            )?;
+            let rows = st.query_map(params![after, limit as i64], |r| {
+                Ok(FileUrl {
+                    id: r.get(0)?,
+                    key: r.get(1)?,
+                    url: r.get(2)?,
+                    depth: r.get(3)?,
+                    state: crate::store::UrlState::from_code(r.get(4)?)
+                        .unwrap_or(crate::store::UrlState::Done),
+                    skip_reason: r.get(5)?,
+                })
+            })?;
+            rows.collect::<rusqlite::Result<Vec<FileUrl>>>()
+        };
+        read().map_err(|e| self.err(e))
+    }
+
     /// Drop the kept checks the finished crawl never linked to.
-    pub fn drop_unused_checks(&self) -> rusqlite::Result<()> {
+    fn drop_unused_checks(&self) -> rusqlite::Result<()> {
         // Each round scans the edges: only when there is something to drop.
         let kept: bool = self.conn().query_row(
             "SELECT EXISTS (SELECT 1 FROM urls WHERE checked = 2)",

@@ -10,7 +10,7 @@
 //! visited set (`visited`); `drain` counts what is admitted and not yet finished.
 
 // What a file keeps of its link checks between runs.
-mod check_cache;
+pub(crate) mod check_cache;
 pub mod columns;
 pub mod drain;
 pub mod error;
@@ -416,10 +416,7 @@ impl Store for LocalStore {
             .unwrap_or(Err(StoreError::WriterGone))?;
         let finished = (|| {
             if drained {
-                store.drop_unused_checks()?;
-                store
-                    .conn()
-                    .execute("UPDATE crawl SET finished_at = ?1 WHERE id = 1", [now_ms()])?;
+                store.mark_finished(now_ms())?;
             }
             let count = |sql: &str| store.conn().query_row(sql, [], |r| r.get::<_, i64>(0));
             Ok(Finished {

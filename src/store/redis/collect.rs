@@ -405,8 +405,7 @@ impl Sink {
         if let Some(at) = finished_at {
             let shown = self.store.path().display().to_string();
             self.store
-                .conn()
-                .execute("UPDATE crawl SET finished_at = ?1 WHERE id = 1", [at])
+                .mark_finished(at)
                 .map_err(|e| sql_error(&shown, e))?;
         }
         self.store.mark_running(false)?;

@@ -75,6 +75,22 @@ pub enum DistError {
         /// The machine holding that file.
         machine: String,
     },
+    /// The `--db` file holds another crawl's results.
+    #[error("{path} holds the results of {}; {}", if *finished { "a finished crawl" } else { "an unfinished crawl, not this Redis crawl's" }, if *finished { "add --recrawl to crawl again into it (its link checks younger than --check-cache-age are kept, the rest is replaced), or give a new --db" } else { "resume it as it was made, or give a new --db" })]
+    FileHoldsCrawl {
+        /// The file.
+        path: String,
+        /// Whether that crawl finished.
+        finished: bool,
+    },
+    /// `--recrawl` or `--recheck` of a file into a Redis crawl that began without it.
+    #[error("crawl {id:?} began before {path} was given to it; --recrawl and --recheck take a file's finished crawl into a new Redis crawl: give a new --crawl-id")]
+    ReuseStarted {
+        /// The crawl id.
+        id: String,
+        /// The file.
+        path: String,
+    },
     /// No process ever collected the crawl's results.
     #[error("no process collects the results of crawl {id:?} yet: run one of its processes with --db FILE (trawl crawl --store ... --crawl-id {id} --db FILE) and read that file")]
     NoResults {
@@ -92,7 +108,9 @@ impl DistError {
             | DistError::NoCrawlId
             | DistError::NoSeeds { .. }
             | DistError::TargetExists(_)
-            | DistError::OtherResults { .. } => true,
+            | DistError::OtherResults { .. }
+            | DistError::FileHoldsCrawl { .. }
+            | DistError::ReuseStarted { .. } => true,
             DistError::Store(e) => e.is_usage(),
             DistError::Redis(_)
             | DistError::Unreachable(_)

@@ -26,6 +26,7 @@ mod process;
 mod queue;
 mod records;
 mod results;
+mod reuse;
 mod scripts;
 pub mod status;
 mod store;
@@ -39,7 +40,8 @@ pub use conn::StoreUrl;
 pub use error::DistError;
 pub(crate) use join::{add_seeds, create, read, shards};
 pub(crate) use keys::{check_crawl_id, CrawlKeys};
-pub(crate) use results::{claim, ResultsFile};
+pub(crate) use results::ResultsFile;
+pub(crate) use reuse::{earlier, prepare_file, Reuse};
 pub(crate) use store::RedisStore;
 
 /// Open the Redis store named by `store` and check `crawl_id`.

@@ -35,14 +35,40 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 /// Returns {queued, how many counted against `max-pages-per-host`, per URL: 1 new, 2
 /// queued after being held back, 0 otherwise}.
 pub static ADMIT: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        "local host_allow = tonumber(ARGV[1])
+    let letters: Vec<String> = SEEN_LETTERS
+        .iter()
+        .map(|(skip, letter)| format!("['{skip}'] = '{letter}'"))
+        .collect();
+    let letter = format!("local letter = {{{}}}\n", letters.join(", "));
+    Script::new(&[ADMIT_HEAD, &letter, ADMIT_BODY].concat())
+});
+
+/// A `seen` letter per skip reason judged at admission (empty: to fetch); `x` for any
+/// other. Written once for the admission script and for URLs made known from a file
+/// (`reuse`).
+pub(super) const SEEN_LETTERS: [(&str, char); 4] = [
+    ("", 'q'),
+    ("max-depth", 'D'),
+    ("nofollow", 'N'),
+    ("sitemap", 'M'),
+];
+
+/// The `seen` letter of a URL skipped for `skip` (empty: to fetch).
+pub(super) fn seen_letter(skip: &str) -> char {
+    SEEN_LETTERS
+        .iter()
+        .find(|(s, _)| *s == skip)
+        .map_or('x', |(_, l)| *l)
+}
+
+const ADMIT_HEAD: &str = "local host_allow = tonumber(ARGV[1])
 local allow = tonumber(ARGV[2])
 local front = ARGV[3] == 'front'
 local max_depth = tonumber(ARGV[4])
 local max_variants = tonumber(ARGV[5])
-local letter = {[''] = 'q', ['max-depth'] = 'D', ['nofollow'] = 'N', ['sitemap'] = 'M'}
-local queued, skipped, host_used = 0, 0, 0
+";
+
+const ADMIT_BODY: &str = "local queued, skipped, host_used = 0, 0, 0
 local flags, lines = {}, {}
 local function budget(skip, group)
   if skip == '' and max_variants > 0 and group ~= ''
@@ -96,9 +122,7 @@ if #lines > 0 then
   redis.call('XADD', KEYS[4], '*', 't', 'a', 'r', table.concat(lines, '\\n'))
 end
 if skipped > 0 then redis.call('HINCRBY', KEYS[5], 'skipped', skipped) end
-return {queued, host_used, flags}",
-    )
-});
+return {queued, host_used, flags}";
 
 /// Take request slots of one host. KEYS: state, tokens. ARGV: per-host limit, interval ms,
 /// lease ms, then token ids (as many as wanted).
@@ -322,4 +346,24 @@ if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
 return 1"
     ))
+});
+
+/// Make URLs known from a results file (`reuse`), never over a URL already known: the
+/// first `seen` value still decides. KEYS: seen, queue, counts. ARGV per URL: key hash,
+/// `seen` value, then `s` (stored), `k` (skipped) or `q` and the queue element (to fetch).
+pub static KNOW: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        "local stored, skipped = 0, 0
+for i = 1, #ARGV, 3 do
+  if redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) == 1 then
+    local what = ARGV[i + 2]
+    if what == 's' then stored = stored + 1
+    elseif what == 'k' then skipped = skipped + 1
+    else redis.call('RPUSH', KEYS[2], string.sub(what, 2)) end
+  end
+end
+if stored > 0 then redis.call('HINCRBY', KEYS[3], 'stored', stored) end
+if skipped > 0 then redis.call('HINCRBY', KEYS[3], 'skipped', skipped) end
+return 0",
+    )
 });
