@@ -143,6 +143,10 @@ pub struct Response {
     capture: Option<Capture>,
     /// Body read ahead (a redirect's, for its record), handed out before the rest.
     ahead: VecDeque<Result<Option<Bytes>, FetchError>>,
+    /// The body's hash so far (boxed: the state is larger than the rest of the response).
+    hasher: Box<xxhash_rust::xxh3::Xxh3>,
+    /// `chunk` reached the end of the body or the cap.
+    ended: bool,
 }
 
 impl Fetcher {
@@ -227,6 +231,8 @@ impl Fetcher {
             read: 0,
             capture,
             ahead: VecDeque::new(),
+            hasher: Box::default(),
+            ended: false,
         };
         if resp.capture.is_some() && resp.status().is_redirection() {
             resp.read_ahead(REDIRECT_BODY.min(self.max_body)).await;
@@ -358,9 +364,11 @@ impl Response {
     /// [`Response::truncated`].
     pub async fn chunk(&mut self) -> Result<Option<Bytes>, FetchError> {
         if self.read >= self.max_body {
+            self.ended = true;
             return Ok(None);
         }
         let Some(mut chunk) = self.next_raw().await? else {
+            self.ended = true;
             return Ok(None);
         };
         let room = self.max_body - self.read;
@@ -371,7 +379,14 @@ impl Response {
         } else {
             self.read += chunk.len() as u64;
         }
+        self.hasher.update(&chunk);
         Ok(Some(chunk))
+    }
+
+    /// xxh3-128 of the body handed out, once it was read to its end (or to the cap):
+    /// what tells a refreshed page from its previous generation's without validators.
+    pub fn content_hash(&self) -> Option<u128> {
+        self.ended.then(|| self.hasher.digest128())
     }
 
     /// Bytes of body handed out so far.

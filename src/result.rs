@@ -48,6 +48,15 @@ pub struct PageResult {
     /// (GET when HEAD is refused or the page's ids are needed); its links are not followed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub checked: bool,
+    /// The response's `ETag` header, as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+    /// xxh3-128 of the body as read (decoded); `None` when no body was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_hash: Option<u128>,
+    /// In a refresh, how the page was found unchanged since the previous generation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unchanged: Option<Unchanged>,
     /// When the request started, Unix ms.
     pub fetched_at: i64,
     /// Request start to body end, in milliseconds.
@@ -58,6 +67,32 @@ pub struct PageResult {
     /// The failure in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// How a refreshed page was found unchanged (`urls.unchanged`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Unchanged {
+    /// The server answered 304 Not Modified to the previous generation's validators: its
+    /// record and links are carried over.
+    NotModified = 1,
+    /// A 200 whose body has the previous generation's content hash.
+    SameContent = 2,
+}
+
+impl Unchanged {
+    /// The stored code.
+    pub fn code(self) -> i64 {
+        self as i64
+    }
+
+    /// Inverse of [`Unchanged::code`].
+    pub fn from_code(code: i64) -> Option<Unchanged> {
+        match code {
+            1 => Some(Unchanged::NotModified),
+            2 => Some(Unchanged::SameContent),
+            _ => None,
+        }
+    }
 }
 
 /// Failed seeds listed at most (by a run's summary and by `trawl status`): a crawl of many

@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use reqwest::header::{DATE, LAST_MODIFIED, RETRY_AFTER};
+use reqwest::header::{DATE, ETAG, LAST_MODIFIED, RETRY_AFTER};
 use url::Url;
 
 use crate::charset::{self, charset_of};
@@ -202,6 +202,11 @@ impl Reader {
             .get(LAST_MODIFIED)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        rec.etag = resp
+            .headers()
+            .get(ETAG)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         if resp.status().is_redirection() {
             if let Some(location) = resp.location() {
                 match url.join(location.trim()) {
@@ -285,6 +290,7 @@ impl Reader {
         stream.read_rest(&mut resp, rec, &mut extras.body).await;
         rec.size = Some(stream.size);
         rec.truncated = resp.truncated();
+        rec.content_hash = resp.content_hash();
         match stream.finish() {
             Ok(x) => self.take_extracted(x, resp_robots.as_deref(), found),
             Err(e) => rec.fail(ErrorKind::Parse, e.to_string()),
@@ -519,6 +525,7 @@ async fn other(mut resp: Response, rec: &mut PageResult, extras: &mut Extras) {
     }
     rec.size = Some(resp.bytes_read());
     rec.truncated = resp.truncated();
+    rec.content_hash = resp.content_hash();
 }
 
 /// HTML and XHTML media types: the only ones trawl parses.

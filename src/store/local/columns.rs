@@ -9,10 +9,10 @@ use rusqlite::types::Type;
 use rusqlite::Error::FromSqlConversionFailure;
 use rusqlite::{Row, Statement};
 
-use crate::result::{ErrorKind, PageResult};
+use crate::result::{ErrorKind, PageResult, Unchanged};
 
 /// The result's columns, in the order [`bind`] binds them.
-pub const COLUMNS: [&str; 14] = [
+pub const COLUMNS: [&str; 17] = [
     "status",
     "content_type",
     "size",
@@ -27,6 +27,9 @@ pub const COLUMNS: [&str; 14] = [
     "last_modified",
     "ids",
     "checked",
+    "etag",
+    "content_hash",
+    "unchanged",
 ];
 
 /// Bind `result`'s values (all NULL for a URL never fetched) from parameter `first` on.
@@ -51,7 +54,16 @@ pub fn bind(
     st.raw_bind_parameter(i + 11, r.and_then(|r| r.last_modified.as_deref()))?;
     st.raw_bind_parameter(i + 12, r.and_then(|r| r.ids.as_deref()))?;
     // NULL unless checked: a crawled page's row stays as before.
-    st.raw_bind_parameter(i + 13, r.and_then(|r| r.checked.then_some(1)))
+    st.raw_bind_parameter(i + 13, r.and_then(|r| r.checked.then_some(1)))?;
+    st.raw_bind_parameter(i + 14, r.and_then(|r| r.etag.as_deref()))?;
+    let hash = r.and_then(|r| r.content_hash).map(hash_text);
+    st.raw_bind_parameter(i + 15, hash)?;
+    st.raw_bind_parameter(i + 16, r.and_then(|r| r.unchanged.map(Unchanged::code)))
+}
+
+/// A content hash as stored: 32 hex digits.
+pub fn hash_text(hash: u128) -> String {
+    format!("{hash:032x}")
 }
 
 /// The result read back from `row`'s columns from `first` on (selected as [`names`]
@@ -88,6 +100,13 @@ pub fn read(
         last_modified: row.get(i + 11)?,
         ids: row.get(i + 12)?,
         checked: row.get::<_, Option<bool>>(i + 13)?.unwrap_or(false),
+        etag: row.get(i + 14)?,
+        content_hash: row
+            .get::<_, Option<String>>(i + 15)?
+            .and_then(|h| u128::from_str_radix(&h, 16).ok()),
+        unchanged: row
+            .get::<_, Option<i64>>(i + 16)?
+            .and_then(Unchanged::from_code),
     }))
 }
 
@@ -143,6 +162,9 @@ mod tests {
             title: Some("t".into()),
             ids: Some("a\nb".into()),
             checked: true,
+            etag: Some("\"v1\"".into()),
+            content_hash: Some(u128::MAX - 7),
+            unchanged: Some(Unchanged::NotModified),
             ..PageResult::default()
         };
         bind(&mut st, 1, Some(&r)).unwrap();

@@ -29,6 +29,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0004_last_modified.sql"),
     include_str!("../../../migrations/0005_collected.sql"),
     include_str!("../../../migrations/0006_link_check.sql"),
+    include_str!("../../../migrations/0007_generations.sql"),
 ];
 
 /// How a store is opened.
