@@ -196,27 +196,44 @@ impl Fetcher {
 
     /// Send a GET for `url` and wait for the response head.
     pub async fn get(&self, url: &Url) -> Result<Response, FetchError> {
-        self.send(reqwest::Method::GET, url).await
+        self.send(reqwest::Method::GET, url, None).await
+    }
+
+    /// Send a GET for `url` with `extra` headers (a refresh's conditional request).
+    pub async fn get_with(&self, url: &Url, extra: HeaderMap) -> Result<Response, FetchError> {
+        self.send(reqwest::Method::GET, url, Some(extra)).await
     }
 
     /// Send a HEAD for `url` (a link check) and wait for the response head; it has no body.
     pub async fn head(&self, url: &Url) -> Result<Response, FetchError> {
-        self.send(reqwest::Method::HEAD, url).await
+        self.send(reqwest::Method::HEAD, url, None).await
     }
 
-    async fn send(&self, method: reqwest::Method, url: &Url) -> Result<Response, FetchError> {
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        url: &Url,
+        extra: Option<HeaderMap>,
+    ) -> Result<Response, FetchError> {
         let mut capture = match &self.warc {
             Some(sink) => {
                 let mut head = self.shape.sent.clone();
                 if let Some(cookies) = self.shape.jar.as_ref().and_then(|j| j.cookies(url)) {
                     head.insert(COOKIE, cookies);
                 }
+                if let Some(extra) = &extra {
+                    head.extend(extra.clone());
+                }
                 Some(sink.begin(method.clone(), url, head).await)
             }
             None => None,
         };
         let route = self.pool.pick(url.host_str().unwrap_or(""));
-        let sent = self.routes[route].request(method, url.clone()).send().await;
+        let mut request = self.routes[route].request(method, url.clone());
+        if let Some(extra) = extra {
+            request = request.headers(extra);
+        }
+        let sent = request.send().await;
         // Only a failure to connect says anything about the route (with a proxy, the
         // proxy); the site's own errors travel back through a working proxy.
         self.pool

@@ -89,6 +89,7 @@ mod names;
 pub(crate) mod page;
 pub(crate) mod politeness;
 pub(crate) mod proxy;
+pub(crate) mod refresh;
 pub(crate) mod result;
 pub(crate) mod retry;
 pub(crate) mod sitemap;

@@ -93,12 +93,7 @@ fn id_set(ids: &str) -> std::collections::BTreeSet<String> {
 }
 
 fn query<T: rusqlite::types::FromSql>(db: &Path, sql: &str) -> Vec<(String, T)> {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    let mut st = conn.prepare(sql).unwrap();
-    st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
+    support::db::pairs(db, sql)
 }
 
 /// Where each `<a` of `html` starts: (line, byte column), both from 1, in order.

@@ -38,6 +38,7 @@ pub struct CrawlerBuilder {
     pub(super) options: ConfigPatch,
     pub(super) recrawl: bool,
     pub(super) recheck: bool,
+    pub(super) refresh: bool,
     pub(super) hook: Option<PageHook>,
     pub(super) filter: Option<LinkFilter>,
     pub(super) store: Option<String>,
@@ -107,6 +108,22 @@ impl CrawlerBuilder {
     /// (`db`) takes it this way.
     pub fn recheck_failed(mut self, yes: bool) -> Self {
         self.recheck = yes;
+        self
+    }
+
+    /// When the file holds a finished crawl, start its next generation (`trawl crawl
+    /// --refresh`): the finished one is kept in the file, and every page it fetched is
+    /// asked again with its `ETag` / `Last-Modified`; a 304 keeps the page's record and
+    /// links without reading it again. SQLite crawls.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), trawl::Error> {
+    /// let crawl = trawl::Crawler::builder().db("site.db").refresh(true).build()?;
+    /// crawl.run(std::future::pending()).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn refresh(mut self, yes: bool) -> Self {
+        self.refresh = yes;
         self
     }
 

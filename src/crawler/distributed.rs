@@ -35,6 +35,9 @@ impl CrawlerBuilder {
             store: String::new(),
             why: "no --store given".into(),
         })?;
+        if self.refresh {
+            return Err(DistError::NotYet { what: "--refresh" }.into());
+        }
         let (url, id) = redis_store::parse_target(&store, self.crawl_id.as_deref())?;
         let given = self.check(None)?;
         let cancel = CancellationToken::new();

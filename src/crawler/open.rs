@@ -120,6 +120,15 @@ impl CrawlerBuilder {
                 store.clear_for_recrawl(u64::try_from(keep).unwrap_or(u64::MAX))?;
                 (false, false)
             }
+            Some(s) if s.finished && self.refresh => {
+                let begun = store.start_generation()?;
+                tracing::info!(
+                    generation = begun.generation,
+                    pages = begun.queued,
+                    "--refresh: asking every page again, conditionally"
+                );
+                (true, false)
+            }
             Some(s) if s.finished && self.recheck => {
                 let n = store.requeue_failed()?;
                 tracing::info!(urls = n, "--recheck failed: fetching again what failed");

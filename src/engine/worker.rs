@@ -159,7 +159,11 @@ where
             Ask::Crawl
         };
         self.store.started(&job.host).await?;
-        let read = self.reader.read(&job.url, depth, job.attempts, ask).await;
+        let validators = job.validators.as_deref();
+        let read = self
+            .reader
+            .read(&job.url, depth, job.attempts, ask, validators)
+            .await;
         if let Some(at) = read.pause {
             self.store.pause(&job.host, at).await?;
             self.stats.record_pause();

@@ -16,6 +16,7 @@ use crate::extract::{ExtractError, Extracted, Extractor, Link};
 use crate::fetch::{Fetcher, Response};
 use crate::link::Outlink;
 use crate::politeness::robots::product_token;
+use crate::refresh::Validators;
 use crate::result::{now_ms, ErrorKind, PageResult};
 use crate::retry::{self, RetryPolicy};
 
@@ -112,8 +113,16 @@ impl Reader {
         }
     }
 
-    /// Fetch `url` (attempt number `attempts + 1`) and read its response.
-    pub async fn read(&self, url: &Url, depth: u32, attempts: u32, ask: Ask) -> Read {
+    /// Fetch `url` (attempt number `attempts + 1`) and read its response; conditionally
+    /// when the previous generation's `validators` are known (a refresh).
+    pub async fn read(
+        &self,
+        url: &Url,
+        depth: u32,
+        attempts: u32,
+        ask: Ask,
+        validators: Option<&Validators>,
+    ) -> Read {
         let start = Instant::now();
         let mut found = Found {
             rec: PageResult {
@@ -127,7 +136,11 @@ impl Reader {
         };
         let mut pause = None;
         let sent = match ask {
-            Ask::Crawl => self.fetcher.get(url).await.map(|r| (r, false)),
+            Ask::Crawl => match validators {
+                Some(v) => self.fetcher.get_with(url, v.headers()).await,
+                None => self.fetcher.get(url).await,
+            }
+            .map(|r| (r, false)),
             Ask::Check => self.check(url).await,
         };
         found.rec.checked = ask == Ask::Check;
@@ -159,7 +172,13 @@ impl Reader {
                         found.extras.body = Some(bytes::BytesMut::new());
                     }
                 }
-                self.response(url, resp, &mut found, headed).await;
+                if status == 304 && validators.is_some() {
+                    // Not modified: the store carries the previous record and links over.
+                    found.rec.status = Some(304);
+                } else {
+                    self.response(url, resp, &mut found, headed).await;
+                }
+                found.rec.unchanged = validators.and_then(|v| v.judge(&found.rec));
                 if ask == Ask::Check {
                     // Checked, not crawled: the ids stay, the links go.
                     found.links.clear();

@@ -48,6 +48,8 @@ pub(crate) struct Job<S: Store> {
     pub attempts: u32,
     /// For a redirect target: the key hashes of the chain that led here, oldest first.
     pub chain: Vec<u128>,
+    /// In a refresh: what the previous generation knew of the page, to ask conditionally.
+    pub validators: Option<Box<crate::refresh::Validators>>,
     /// The store's own handle on the URL (a row id and drain guard, a lease).
     pub ticket: S::Ticket,
 }

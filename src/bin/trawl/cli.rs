@@ -146,6 +146,12 @@ pub struct CrawlArgs {
     #[arg(long, value_name = "WHAT", value_enum, conflicts_with = "recrawl")]
     pub recheck: Option<Recheck>,
 
+    /// When the file holds a finished crawl, start its next generation: the finished one
+    /// is kept (trawl diff compares them), and every page is asked again with its ETag /
+    /// Last-Modified; a 304 keeps the page's record and links. SQLite crawls.
+    #[arg(long, conflicts_with_all = ["recrawl", "recheck", "store"])]
+    pub refresh: bool,
+
     /// Exit 1 when the crawl finishes (or was finished) with links of these classes
     /// (comma-separated: broken, fragment, blocked, transient, redirected), counted over the
     /// whole crawl as "trawl report broken --class" lists them: for CI checks of a site's

@@ -64,7 +64,7 @@ pub(crate) fn crawl(args: CrawlArgs) -> ExitCode {
                     "crawl {id:?} is finished; nothing to do (trawl export --store ... --crawl-id {id} reads it)"
                 ),
                 None => println!(
-                    "{} holds a finished crawl; nothing to do (use --recrawl to crawl it again, or trawl export to read it)",
+                    "{} holds a finished crawl; nothing to do (use --refresh to ask its pages again, --recrawl to crawl it again, or trawl export to read it)",
                     args.source.shown_path()
                 ),
             }
@@ -95,7 +95,8 @@ pub(crate) async fn build(args: &CrawlArgs) -> Option<Result<Crawler, trawl::Err
         .layers
         .apply(Crawler::builder().seeds(args.seeds.iter().cloned()))
         .recrawl(args.recrawl)
-        .recheck_failed(args.recheck == Some(Recheck::Failed));
+        .recheck_failed(args.recheck == Some(Recheck::Failed))
+        .refresh(args.refresh);
     match (&args.source.store, &args.source.db) {
         (Some(store), db) => {
             let builder = match db {

@@ -66,6 +66,11 @@ pub fn hash_text(hash: u128) -> String {
     format!("{hash:032x}")
 }
 
+/// A stored content hash read back (`None` for NULL or text trawl did not write).
+pub fn hash_from_text(text: Option<String>) -> Option<u128> {
+    text.and_then(|h| u128::from_str_radix(&h, 16).ok())
+}
+
 /// The result read back from `row`'s columns from `first` on (selected as [`names`]
 /// gives them), for a URL at `depth` that `failed` or not; `None` for one never fetched.
 pub fn read(
@@ -101,9 +106,7 @@ pub fn read(
         ids: row.get(i + 12)?,
         checked: row.get::<_, Option<bool>>(i + 13)?.unwrap_or(false),
         etag: row.get(i + 14)?,
-        content_hash: row
-            .get::<_, Option<String>>(i + 15)?
-            .and_then(|h| u128::from_str_radix(&h, 16).ok()),
+        content_hash: hash_from_text(row.get(i + 15)?),
         unchanged: row
             .get::<_, Option<i64>>(i + 16)?
             .and_then(Unchanged::from_code),

@@ -249,6 +249,7 @@ impl Gate {
                 host,
                 chain: c.chain,
                 attempts: 0,
+                validators: None,
                 guard: self.drain.admit(),
             });
         }
@@ -320,6 +321,7 @@ impl Gate {
                     depth,
                     chain: Vec::new(),
                     attempts: 0,
+                    validators: None,
                     guard: self.drain.admit(),
                 });
             }

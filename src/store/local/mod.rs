@@ -16,6 +16,7 @@ pub mod drain;
 pub mod error;
 pub mod frontier;
 pub mod gate;
+pub(crate) mod generations;
 pub mod pending;
 pub mod sqlite;
 pub mod visited;
@@ -140,6 +141,7 @@ impl LocalStore {
                                     host,
                                     chain: Vec::new(),
                                     attempts: 0,
+                                    validators: r.validators,
                                     guard,
                                 })
                             })
@@ -161,6 +163,7 @@ impl LocalStore {
             depth: item.depth,
             attempts: item.attempts,
             chain: item.chain,
+            validators: item.validators,
             ticket: LocalTicket {
                 id: item.id,
                 guard: item.guard,
@@ -299,6 +302,7 @@ impl Store for LocalStore {
             host: job.host,
             chain: job.chain,
             attempts: job.attempts + 1,
+            validators: job.validators,
             guard,
         };
         // Keeps its drain guard while it waits; its host slot is given back now.
@@ -330,6 +334,7 @@ impl Store for LocalStore {
             host: job.host,
             chain: job.chain,
             attempts: job.attempts,
+            validators: job.validators,
             guard,
         });
         drop(slot);

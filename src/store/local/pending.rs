@@ -71,6 +71,8 @@ pub struct Refilled {
     pub url: String,
     /// Click depth.
     pub depth: u32,
+    /// In a refresh: the previous generation's validators of a page that answered 2xx.
+    pub validators: Option<Box<crate::refresh::Validators>>,
 }
 
 /// Rows admitted but not yet handed to the writer; see the module doc for why this is

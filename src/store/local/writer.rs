@@ -15,8 +15,11 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::columns;
 use super::error::StoreError;
+use super::generations::{self, EDGE_COLUMNS};
 use super::pending::{HostId, NewUrl, PageRecord, Pending, PendingRows, Refilled, UrlId};
 use super::sqlite::{classify, SqliteStore};
+use crate::refresh::Validators;
+use crate::result::Unchanged;
 use crate::store::{now_ms, UrlState};
 use crate::warc::CommitBarrier;
 
@@ -324,10 +327,13 @@ pub(crate) fn write_page(tx: &Transaction<'_>, page: &PageRecord) -> rusqlite::R
     columns::bind(&mut st, 4, Some(rec))?;
     let changed = st.raw_execute()?;
     debug_assert_eq!(changed, 1, "page {} has no row", page.id);
+    if rec.unchanged == Some(Unchanged::NotModified) {
+        return generations::carry(tx, page.id as i64);
+    }
     // `src` is the page for every row: bound once per statement as ?1.
     insert_rows(
         tx,
-        "INSERT INTO edges (src, dst, kind, nofollow, anchor, fragment, line, col) VALUES ",
+        &format!("INSERT INTO edges ({EDGE_COLUMNS}) VALUES "),
         Some(page.id as i64),
         7,
         &page.edges,
@@ -403,8 +409,11 @@ fn take_spilled(
     limit: usize,
 ) -> rusqlite::Result<Vec<Refilled>> {
     let mut st = tx.prepare_cached(
-        "SELECT s.seq, u.id, coalesce(u.url, u.key), u.depth
+        "SELECT s.seq, u.id, coalesce(u.url, u.key), u.depth,
+                g.etag, g.last_modified, g.content_hash, g.id IS NOT NULL
          FROM spill s JOIN urls u ON u.id = s.url_id
+         LEFT JOIN gen_urls g ON g.generation = (SELECT generation - 1 FROM crawl)
+             AND g.id = u.id AND g.status BETWEEN 200 AND 299
          WHERE s.host_id = ?1 ORDER BY s.seq LIMIT ?2",
     )?;
     let mut out = Vec::new();
@@ -413,10 +422,19 @@ fn take_spilled(
     while let Some(r) = rows.next()? {
         // Every spilled URL is queued: it cannot be dispatched before it is read back.
         last_seq = Some(r.get::<_, i64>(0)?);
+        // A refresh asks a page the previous generation fetched conditionally.
+        let validators = r.get::<_, bool>(7)?.then(|| -> rusqlite::Result<_> {
+            Ok(Box::new(Validators {
+                etag: r.get(4)?,
+                last_modified: r.get(5)?,
+                content_hash: columns::hash_from_text(r.get(6)?),
+            }))
+        });
         out.push(Refilled {
             id: r.get::<_, i64>(1)? as u64,
             url: r.get(2)?,
             depth: r.get(3)?,
+            validators: validators.transpose()?,
         });
     }
     drop(rows);

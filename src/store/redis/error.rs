@@ -91,6 +91,12 @@ pub enum DistError {
         /// The file.
         path: String,
     },
+    /// Something only a local crawl does yet.
+    #[error("{what} works on a crawl's SQLite file (--db FILE without --store); a Redis crawl cannot do it yet")]
+    NotYet {
+        /// The option.
+        what: &'static str,
+    },
     /// No process ever collected the crawl's results.
     #[error("no process collects the results of crawl {id:?} yet: run one of its processes with --db FILE (trawl crawl --store ... --crawl-id {id} --db FILE) and read that file")]
     NoResults {
@@ -110,7 +116,8 @@ impl DistError {
             | DistError::TargetExists(_)
             | DistError::OtherResults { .. }
             | DistError::FileHoldsCrawl { .. }
-            | DistError::ReuseStarted { .. } => true,
+            | DistError::ReuseStarted { .. }
+            | DistError::NotYet { .. } => true,
             DistError::Store(e) => e.is_usage(),
             DistError::Redis(_)
             | DistError::Unreachable(_)

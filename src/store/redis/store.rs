@@ -240,6 +240,8 @@ impl RedisStore {
             depth: lease.depth,
             attempts: lease.tries,
             chain: lease.queued.chain.clone(),
+            // A Redis crawl has no --refresh yet.
+            validators: None,
             ticket: lease,
         })
     }

@@ -49,6 +49,8 @@ pub struct QueuedUrl {
     pub chain: Vec<u128>,
     /// Attempts already made (transient faults are retried).
     pub attempts: u32,
+    /// In a refresh: the previous generation's validators.
+    pub validators: Option<Box<crate::refresh::Validators>>,
     /// Its share of the drain counter.
     pub guard: DrainGuard,
 }
@@ -404,6 +406,7 @@ mod tests {
             host,
             chain: Vec::new(),
             attempts: 0,
+            validators: None,
             guard: d.admit(),
         }
     }
@@ -471,6 +474,7 @@ mod tests {
                 host: 3,
                 chain: Vec::new(),
                 attempts: 0,
+                validators: None,
                 guard: d.adopt(),
             })
             .collect();

@@ -1,0 +1,107 @@
+//! Generations of a crawl in one file (`trawl crawl --refresh`): the finished generation
+//! is archived into `gen_urls` / `gen_edges` (see `migrations/0007_generations.sql`) and
+//! the file starts the next one from every page it knows, asked again with the archived
+//! validators (`refresh`). URL rows keep their ids across the step, so an archived edge
+//! still names the same URLs in the new generation: a 304 page's links are carried over
+//! by copying its archived edges, without parsing it again.
+
+use rusqlite::{params, Transaction};
+
+use super::columns;
+use super::error::StoreError;
+use super::sqlite::SqliteStore;
+use crate::store::now_ms;
+
+/// The columns of `urls` that are not a page's result ([`columns::COLUMNS`]).
+const URL_OWN_COLUMNS: &str = "id, key, url, host_id, depth, state, skip_reason, referrer";
+
+/// The columns of `edges`, as the writer inserts them.
+pub(super) const EDGE_COLUMNS: &str = "src, dst, kind, nofollow, anchor, fragment, line, col";
+
+/// What a 304 carries over from the previous generation's row: the page as it was read.
+const CARRIED: &str = "status, content_type, size, truncated, title, noindex, last_modified, \
+                       ids, etag, content_hash";
+
+/// The previous generation's number, for queries during a refresh.
+const PREVIOUS: &str = "(SELECT generation - 1 FROM crawl WHERE id = 1)";
+
+/// A new generation begun: its number, and how many pages it asks again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Begun {
+    /// The new generation's number.
+    pub generation: i64,
+    /// Pages queued to be asked again.
+    pub queued: usize,
+}
+
+impl SqliteStore {
+    /// Archive the finished generation and start the next: every URL fetched before (not
+    /// the skipped ones, nor sitemap documents) is queued again, with its result cleared
+    /// (the archive keeps it); the links are written again as each page is read or carried
+    /// over. One transaction: an interruption leaves the file as it was, or the new
+    /// generation begun and resumable.
+    pub fn start_generation(&mut self) -> Result<Begun, StoreError> {
+        let begun = (|| {
+            let tx = self.conn_mut().transaction()?;
+            let generation: i64 =
+                tx.query_row("SELECT generation FROM crawl WHERE id = 1", [], |r| {
+                    r.get(0)
+                })?;
+            let urls = format!("{URL_OWN_COLUMNS}, {}", columns::names_of(""));
+            tx.execute(
+                &format!("INSERT INTO gen_urls (generation, {urls}) SELECT ?1, {urls} FROM urls"),
+                [generation],
+            )?;
+            tx.execute(
+                &format!(
+                    "INSERT INTO gen_edges (generation, {EDGE_COLUMNS})
+                     SELECT ?1, {EDGE_COLUMNS} FROM edges"
+                ),
+                [generation],
+            )?;
+            tx.execute(
+                "INSERT INTO generations (generation, started_at, finished_at)
+                 SELECT ?1, started_at, finished_at FROM crawl WHERE id = 1",
+                [generation],
+            )?;
+            let mut st = tx.prepare(&format!(
+                "UPDATE urls SET state = 0, {} WHERE state IN (1, 2) AND skip_reason IS NULL",
+                columns::assignments(1)
+            ))?;
+            columns::bind(&mut st, 1, None)?;
+            let queued = st.raw_execute()?;
+            drop(st);
+            let now = now_ms();
+            tx.execute_batch("DELETE FROM edges; DELETE FROM spill;")?;
+            tx.execute(
+                "UPDATE crawl SET generation = ?1, finished_at = NULL, started_at = ?2,
+                     updated_at = ?2 WHERE id = 1",
+                params![generation + 1, now],
+            )?;
+            tx.commit()?;
+            Ok(Begun {
+                generation: generation + 1,
+                queued,
+            })
+        })();
+        begun.map_err(|e| self.err(e))
+    }
+}
+
+/// A page answered 304 to the previous generation's validators: its row takes the
+/// previous generation's record (its fetch time and attempts stay this one's) and its
+/// edges are the previous generation's. Run by the writer after the page's own update.
+pub(super) fn carry(tx: &Transaction<'_>, id: i64) -> rusqlite::Result<()> {
+    tx.prepare_cached(&format!(
+        "UPDATE urls SET ({CARRIED}) = (SELECT {CARRIED} FROM gen_urls
+             WHERE generation = {PREVIOUS} AND id = ?1)
+         WHERE id = ?1"
+    ))?
+    .execute([id])?;
+    tx.prepare_cached(&format!(
+        "INSERT INTO edges ({EDGE_COLUMNS}) SELECT {EDGE_COLUMNS} FROM gen_edges
+         WHERE generation = {PREVIOUS} AND src = ?1"
+    ))?
+    .execute([id])?;
+    Ok(())
+}

@@ -1,0 +1,261 @@
+//! `trawl crawl --refresh`: a finished crawl's next generation, asked with the previous
+//! one's validators. A test site whose pages send an `ETag` and `Last-Modified` (one sends
+//! neither) answers 304 when nothing changed; the site is then edited, and the new
+//! generation must be what a fresh crawl of the edited site finds, with the unchanged
+//! pages carried over unread and the previous generation kept in the file.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use support::adhoc::Adhoc;
+use support::run::crawl;
+use trawl::Outcome;
+
+/// The site: path -> page body. A path missing is a 404.
+type Pages = Arc<Mutex<BTreeMap<String, String>>>;
+
+#[derive(Clone)]
+struct Site {
+    pages: Pages,
+    not_modified: Arc<AtomicUsize>,
+}
+
+/// Serves `pages`: an `ETag` from the body's hash and a fixed `Last-Modified`, except for
+/// `/plain`, which sends neither (only its content hash tells it unchanged).
+async fn serve(State(site): State<Site>, req: Request) -> Response {
+    let path = req.uri().path().to_string();
+    let Some(body) = site.pages.lock().unwrap().get(&path).cloned() else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let html = [(header::CONTENT_TYPE, "text/html")];
+    if path == "/plain" {
+        return (html, body).into_response();
+    }
+    let etag = format!(
+        "\"{:x}\"",
+        body.len() * 31 + body.bytes().map(usize::from).sum::<usize>()
+    );
+    let asked = req.headers().get(header::IF_NONE_MATCH);
+    if asked.is_some_and(|v| v.as_bytes() == etag.as_bytes()) {
+        site.not_modified.fetch_add(1, Ordering::Relaxed);
+        return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response();
+    }
+    let validators = [
+        (header::ETAG, etag),
+        (
+            header::LAST_MODIFIED,
+            "Wed, 02 Dec 2026 10:00:00 GMT".into(),
+        ),
+    ];
+    (html, validators, body).into_response()
+}
+
+fn page(title: &str, links: &[&str]) -> String {
+    let a: String = links
+        .iter()
+        .map(|l| format!("<a href=\"{l}\">{l}</a>"))
+        .collect();
+    format!("<html><head><title>{title}</title></head><body>{a}</body></html>")
+}
+
+fn first_version() -> BTreeMap<String, String> {
+    [
+        ("/", page("Home", &["/a", "/b", "/c", "/plain"])),
+        ("/a", page("A", &["/d", "/b"])),
+        ("/b", page("B", &["/"])),
+        ("/c", page("C", &[])),
+        ("/d", page("D", &["/a"])),
+        ("/plain", page("Plain", &["/d"])),
+    ]
+    .into_iter()
+    .map(|(p, b)| (p.to_string(), b))
+    .collect()
+}
+
+/// The edit: /b changes and links to a new /e, /c is deleted.
+fn edit(pages: &Pages) {
+    let mut p = pages.lock().unwrap();
+    p.insert("/b".into(), page("B, again", &["/", "/e"]));
+    p.insert("/e".into(), page("E", &["/b"]));
+    p.remove("/c");
+}
+
+async fn start(pages: BTreeMap<String, String>) -> (Adhoc, Site) {
+    let site = Site {
+        pages: Arc::new(Mutex::new(pages)),
+        not_modified: Arc::new(AtomicUsize::new(0)),
+    };
+    let app = Router::new().fallback(serve).with_state(site.clone());
+    (Adhoc::start(app).await, site)
+}
+
+fn builder(db: &Path, base: &str) -> trawl::CrawlerBuilder {
+    trawl::Crawler::builder()
+        .db(db)
+        .seed(format!("{base}/"))
+        .concurrency(4)
+}
+
+fn rows<T: rusqlite::types::FromSql>(db: &Path, sql: &str) -> Vec<(String, T)> {
+    support::db::pairs(db, sql)
+}
+
+/// Every edge as (source path, target path, kind), with its multiplicity; `base` cut.
+fn edges(db: &Path, base: &str, table: &str, generation: &str) -> BTreeMap<String, i64> {
+    let sql = format!(
+        "SELECT substr(s.key, {n}) || ' ' || substr(d.key, {n}) || ' ' || e.kind, count(*)
+         FROM {table}edges e JOIN {table}urls s ON s.id = e.src {generation}
+         JOIN {table}urls d ON d.id = e.dst {generation2} {where_}
+         GROUP BY 1",
+        n = base.len() + 1,
+        generation = if generation.is_empty() {
+            String::new()
+        } else {
+            format!("AND s.generation = {generation}")
+        },
+        generation2 = if generation.is_empty() {
+            String::new()
+        } else {
+            format!("AND d.generation = {generation}")
+        },
+        where_ = if generation.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE e.generation = {generation}")
+        },
+    );
+    rows(db, &sql).into_iter().collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refresh_asks_conditionally_and_keeps_the_previous_generation() {
+    let (server, site) = start(first_version()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("site.db");
+    crawl(builder(&db, &server.base)).await;
+    let first_edges = edges(&db, &server.base, "", "");
+    let first_hits = server.all().len();
+
+    edit(&site.pages);
+    let summary = crawl(builder(&db, &server.base).refresh(true)).await;
+    assert_eq!(summary.outcome, Outcome::Finished);
+
+    // Every page asked once again; the unchanged ones with validators answered 304.
+    let pages = |from: usize| -> Vec<String> {
+        server.all()[from..]
+            .iter()
+            .map(|h| h.path.clone())
+            .filter(|p| p != "/robots.txt" && p != "/sitemap.xml")
+            .collect()
+    };
+    let asked: BTreeSet<String> = pages(first_hits).into_iter().collect();
+    let expect: BTreeSet<String> = ["/", "/a", "/b", "/c", "/d", "/e", "/plain"]
+        .map(String::from)
+        .into();
+    assert_eq!(asked, expect);
+    assert_eq!(pages(first_hits).len(), 7, "each page once");
+    assert_eq!(site.not_modified.load(Ordering::Relaxed), 3, "/, /a and /d");
+
+    let n = server.base.len() + 1;
+    let got: Vec<(String, String)> = rows(
+        &db,
+        &format!(
+            "SELECT substr(key, {n}), coalesce(status, '-') || ' ' || coalesce(unchanged, '-')
+                 || ' ' || coalesce(title, '-') FROM urls ORDER BY key"
+        ),
+    );
+    let expect = [
+        ("/", "200 1 Home"),
+        ("/a", "200 1 A"),
+        ("/b", "200 - B, again"),
+        ("/c", "404 - -"),
+        ("/d", "200 1 D"),
+        ("/e", "200 - E"),
+        ("/plain", "200 2 Plain"),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()));
+    assert_eq!(got, expect, "status, how unchanged, title");
+
+    // The new generation's links are a fresh crawl's of the edited site.
+    let fresh = dir.path().join("fresh.db");
+    crawl(builder(&fresh, &server.base)).await;
+    assert_eq!(
+        edges(&db, &server.base, "", ""),
+        edges(&fresh, &server.base, "", "")
+    );
+    // The previous generation is kept as it was.
+    assert_eq!(edges(&db, &server.base, "gen_", "1"), first_edges);
+    let generations: Vec<(String, i64)> = rows(
+        &db,
+        "SELECT 'now', generation FROM crawl
+         UNION ALL SELECT 'kept', count(*) FROM generations
+         UNION ALL SELECT 'kept urls', count(*) FROM gen_urls WHERE generation = 1",
+    );
+    assert_eq!(
+        generations,
+        [
+            ("now".to_string(), 2),
+            ("kept".into(), 1),
+            ("kept urls".into(), 6)
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_refresh_resumes_to_the_same_generation() {
+    let (server, site) = start(first_version()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("site.db");
+    crawl(builder(&db, &server.base)).await;
+    edit(&site.pages);
+    // Stopped after its first pages (one at a time, spaced), then resumed without --refresh.
+    let slow = builder(&db, &server.base)
+        .refresh(true)
+        .concurrency(1)
+        .delay(Duration::from_millis(150));
+    let crawler = slow.build().unwrap();
+    let stopped = crawler
+        .run(tokio::time::sleep(Duration::from_millis(400)))
+        .await
+        .unwrap();
+    assert_eq!(stopped.outcome, Outcome::Interrupted, "stopped mid-refresh");
+    crawl(builder(&db, &server.base)).await;
+    let whole = dir.path().join("whole.db");
+    std::fs::copy(dir.path().join("site.db"), &whole).unwrap();
+    // The same refresh uninterrupted, from a copy of the first generation.
+    let (server2, site2) = start(first_version()).await;
+    let db2 = dir.path().join("again.db");
+    crawl(builder(&db2, &server2.base)).await;
+    edit(&site2.pages);
+    crawl(builder(&db2, &server2.base).refresh(true)).await;
+    let states = |db: &Path, base: &str| -> Vec<(String, String)> {
+        rows(
+            db,
+            &format!(
+                "SELECT substr(key, {}), state || ' ' || coalesce(status, '-') || ' ' || coalesce(title, '-')
+                 FROM urls ORDER BY key",
+                base.len() + 1
+            ),
+        )
+    };
+    assert_eq!(states(&db, &server.base), states(&db2, &server2.base));
+    assert_eq!(
+        edges(&db, &server.base, "", ""),
+        edges(&db2, &server2.base, "", "")
+    );
+    let generation: Vec<(String, i64)> = rows(&db, "SELECT 'g', generation FROM crawl");
+    assert_eq!(
+        generation,
+        [("g".to_string(), 2)],
+        "resumed, not refreshed twice"
+    );
+}
