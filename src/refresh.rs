@@ -9,17 +9,22 @@
 //! without validators are handled too.
 
 use reqwest::header::{HeaderMap, HeaderValue, IF_MODIFIED_SINCE, IF_NONE_MATCH};
+use serde::{Deserialize, Serialize};
 
 use crate::result::{PageResult, Unchanged};
 
-/// What the previous generation knew of a page, to ask it again conditionally.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What the previous generation knew of a page, to ask it again conditionally. Travels
+/// with the queued URL (in a Redis crawl, inside its queue element: hence the short names).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Validators {
     /// Its `ETag`, sent back as `If-None-Match`.
+    #[serde(rename = "e", default, skip_serializing_if = "Option::is_none")]
     pub etag: Option<String>,
     /// Its `Last-Modified`, sent back as `If-Modified-Since`.
+    #[serde(rename = "m", default, skip_serializing_if = "Option::is_none")]
     pub last_modified: Option<String>,
     /// Its content hash (see [`PageResult::content_hash`]).
+    #[serde(rename = "h", default, skip_serializing_if = "Option::is_none")]
     pub content_hash: Option<u128>,
 }
 

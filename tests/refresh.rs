@@ -17,6 +17,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use support::adhoc::Adhoc;
+use support::backend::{both_stores, Backend};
 use support::run::crawl;
 use trawl::Outcome;
 
@@ -105,6 +106,11 @@ fn builder(db: &Path, base: &str) -> trawl::CrawlerBuilder {
         .concurrency(4)
 }
 
+/// The first crawl `name` of `base` in `store`.
+fn first(store: &Backend, name: &str, base: &str) -> trawl::CrawlerBuilder {
+    store.builder(name).seed(format!("{base}/")).concurrency(4)
+}
+
 fn rows<T: rusqlite::types::FromSql>(db: &Path, sql: &str) -> Vec<(String, T)> {
     support::db::pairs(db, sql)
 }
@@ -136,17 +142,17 @@ fn edges(db: &Path, base: &str, table: &str, generation: &str) -> BTreeMap<Strin
     rows(db, &sql).into_iter().collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn refresh_asks_conditionally_and_keeps_the_previous_generation() {
+async fn refresh_asks_conditionally_and_keeps_the_previous_generation(store: Backend) {
     let (server, site) = start(first_version()).await;
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("site.db");
-    crawl(builder(&db, &server.base)).await;
+    store.crawl(first(&store, "s", &server.base)).await;
+    let db = store.results_file("s");
     let first_edges = edges(&db, &server.base, "", "");
     let first_hits = server.all().len();
 
     edit(&site.pages);
-    let summary = crawl(builder(&db, &server.base).refresh(true)).await;
+    // No seed given: the file's are the crawl's.
+    let summary = store.crawl(store.again("s", 2).refresh(true)).await;
     assert_eq!(summary.outcome, Outcome::Finished);
 
     // Every page asked once again; the unchanged ones with validators answered 304.
@@ -210,38 +216,35 @@ async fn refresh_asks_conditionally_and_keeps_the_previous_generation() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_interrupted_refresh_resumes_to_the_same_generation() {
+async fn an_interrupted_refresh_resumes_to_the_same_generation(store: Backend) {
     let (server, site) = start(first_version()).await;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("site.db");
-    crawl(builder(&db, &server.base)).await;
+    store.crawl(first(&store, "s", &server.base)).await;
     edit(&site.pages);
     // Stopped after its first pages (one at a time, spaced), then resumed without --refresh.
-    let slow = builder(&db, &server.base)
+    let slow = store
+        .again("s", 2)
         .refresh(true)
         .concurrency(1)
         .delay(Duration::from_millis(150));
-    let crawler = slow.build().unwrap();
+    let crawler = store.build(slow).await.unwrap();
     let stopped = crawler
         .run(tokio::time::sleep(Duration::from_millis(400)))
         .await
         .unwrap();
     assert_eq!(stopped.outcome, Outcome::Interrupted, "stopped mid-refresh");
-    crawl(builder(&db, &server.base)).await;
-    let whole = dir.path().join("whole.db");
-    std::fs::copy(dir.path().join("site.db"), &whole).unwrap();
-    // The same refresh uninterrupted, from a copy of the first generation.
+    store.crawl(store.again("s", 2)).await;
+    // The same refresh uninterrupted.
     let (server2, site2) = start(first_version()).await;
-    let db2 = dir.path().join("again.db");
-    crawl(builder(&db2, &server2.base)).await;
+    store.crawl(first(&store, "t", &server2.base)).await;
     edit(&site2.pages);
-    crawl(builder(&db2, &server2.base).refresh(true)).await;
+    store.crawl(store.again("t", 2).refresh(true)).await;
+    let (db, db2) = (store.results_file("s"), store.results_file("t"));
     let states = |db: &Path, base: &str| -> Vec<(String, String)> {
         rows(
             db,
             &format!(
-                "SELECT substr(key, {}), state || ' ' || coalesce(status, '-') || ' ' || coalesce(title, '-')
+                "SELECT substr(key, {}), state || ' ' || coalesce(status, '-') || ' '
+                     || coalesce(title, '-') || ' ' || coalesce(unchanged, '-')
                  FROM urls ORDER BY key",
                 base.len() + 1
             ),
@@ -259,3 +262,8 @@ async fn an_interrupted_refresh_resumes_to_the_same_generation() {
         "resumed, not refreshed twice"
     );
 }
+
+both_stores!(
+    refresh_asks_conditionally_and_keeps_the_previous_generation,
+    an_interrupted_refresh_resumes_to_the_same_generation
+);

@@ -114,7 +114,8 @@ impl CrawlerBuilder {
     /// When the file holds a finished crawl, start its next generation (`trawl crawl
     /// --refresh`): the finished one is kept in the file, and every page it fetched is
     /// asked again with its `ETag` / `Last-Modified`; a 304 keeps the page's record and
-    /// links without reading it again. SQLite crawls.
+    /// links without reading it again. A new Redis crawl given that file (`db`) takes it
+    /// this way.
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), trawl::Error> {

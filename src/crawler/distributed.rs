@@ -35,17 +35,15 @@ impl CrawlerBuilder {
             store: String::new(),
             why: "no --store given".into(),
         })?;
-        if self.refresh {
-            return Err(DistError::NotYet { what: "--refresh" }.into());
-        }
         let (url, id) = redis_store::parse_target(&store, self.crawl_id.as_deref())?;
         let given = self.check(None)?;
         let cancel = CancellationToken::new();
         let redis = Redis::connect(&url, cancel.clone()).await?;
         let mut keys = CrawlKeys::new(&id);
-        let reuse = match (self.recrawl, self.recheck) {
-            (true, _) => Reuse::Recrawl,
-            (_, true) => Reuse::RecheckFailed,
+        let reuse = match (self.recrawl, self.recheck, self.refresh) {
+            (true, _, _) => Reuse::Recrawl,
+            (_, true, _) => Reuse::RecheckFailed,
+            (_, _, true) => Reuse::Refresh,
             _ => Reuse::No,
         };
         let earlier = match &self.db {

@@ -148,8 +148,9 @@ pub struct CrawlArgs {
 
     /// When the file holds a finished crawl, start its next generation: the finished one
     /// is kept (trawl diff compares them), and every page is asked again with its ETag /
-    /// Last-Modified; a 304 keeps the page's record and links. SQLite crawls.
-    #[arg(long, conflicts_with_all = ["recrawl", "recheck", "store"])]
+    /// Last-Modified; a 304 keeps the page's record and links. With --store, a new
+    /// --crawl-id takes the --db file's finished crawl this way.
+    #[arg(long, conflicts_with_all = ["recrawl", "recheck"])]
     pub refresh: bool,
 
     /// Exit 1 when the crawl finishes (or was finished) with links of these classes

@@ -12,6 +12,8 @@ use rusqlite::params;
 
 use super::columns;
 use super::error::StoreError;
+#[cfg(feature = "redis")]
+use super::generations::{VALIDATORS, VALIDATORS_JOIN};
 use super::sqlite::SqliteStore;
 use crate::store::now_ms;
 
@@ -31,6 +33,8 @@ pub(crate) struct FileUrl {
     pub state: crate::store::UrlState,
     /// Why it was skipped, for a skipped URL.
     pub skip_reason: Option<String>,
+    /// In a refresh, what to ask it with.
+    pub validators: Option<crate::refresh::Validators>,
 }
 
 /// Kept URLs nobody links to, dropped in rounds: each round may orphan the next hop of a
@@ -81,16 +85,17 @@ impl SqliteStore {
     #[cfg(feature = "redis")]
     pub(crate) fn urls_after(&self, after: i64, limit: usize) -> Result<Vec<FileUrl>, StoreError> {
         let read = || {
-            let mut st = self.conn().prepare(
-                "SELECT id, key, url, depth, state, skip_reason FROM urls
-                 WHERE id > ?1 ORDER BY id LIMIT ?2",
-            )?;
+            let mut st = self.conn().prepare(&format!(
+                "SELECT u.id, u.key, u.url, u.depth, u.state, u.skip_reason, {VALIDATORS}
+                 FROM urls u {VALIDATORS_JOIN} WHERE u.id > ?1 ORDER BY u.id LIMIT ?2",
+            ))?;
             let rows = st.query_map(params![after, limit as i64], |r| {
                 Ok(FileUrl {
                     id: r.get(0)?,
                     key: r.get(1)?,
                     url: r.get(2)?,
                     depth: r.get(3)?,
+                    validators: super::generations::validators_at(r, 6)?,
                     state: crate::store::UrlState::from_code(r.get(4)?)
                         .unwrap_or(crate::store::UrlState::Done),
                     skip_reason: r.get(5)?,

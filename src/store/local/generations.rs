@@ -10,6 +10,7 @@ use rusqlite::{params, Transaction};
 use super::columns;
 use super::error::StoreError;
 use super::sqlite::SqliteStore;
+use crate::refresh::Validators;
 use crate::store::now_ms;
 
 /// The columns of `urls` that are not a page's result ([`columns::COLUMNS`]).
@@ -24,6 +25,32 @@ const CARRIED: &str = "status, content_type, size, truncated, title, noindex, la
 
 /// The previous generation's number, for queries during a refresh.
 const PREVIOUS: &str = "(SELECT generation - 1 FROM crawl WHERE id = 1)";
+
+/// Joins a query on `urls u` to the previous generation's row `g` of a page that answered
+/// 2xx: what a refresh asks it with (`g.etag`, `g.last_modified`, `g.content_hash`; `g.id`
+/// is NULL when there is nothing to ask with).
+pub(super) const VALIDATORS_JOIN: &str = "LEFT JOIN gen_urls g
+    ON g.generation = (SELECT generation - 1 FROM crawl WHERE id = 1)
+    AND g.id = u.id AND g.status BETWEEN 200 AND 299";
+
+/// The validators of a row selected with [`VALIDATORS_JOIN`], from column `first`:
+/// `g.id IS NOT NULL, g.etag, g.last_modified, g.content_hash`.
+pub(super) fn validators_at(
+    r: &rusqlite::Row<'_>,
+    first: usize,
+) -> rusqlite::Result<Option<Validators>> {
+    if !r.get::<_, bool>(first)? {
+        return Ok(None);
+    }
+    Ok(Some(Validators {
+        etag: r.get(first + 1)?,
+        last_modified: r.get(first + 2)?,
+        content_hash: columns::hash_from_text(r.get(first + 3)?),
+    }))
+}
+
+/// The columns [`validators_at`] reads.
+pub(super) const VALIDATORS: &str = "g.id IS NOT NULL, g.etag, g.last_modified, g.content_hash";
 
 /// A new generation begun: its number, and how many pages it asks again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,10 +15,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::columns;
 use super::error::StoreError;
-use super::generations::{self, EDGE_COLUMNS};
+use super::generations::{self, EDGE_COLUMNS, VALIDATORS, VALIDATORS_JOIN};
 use super::pending::{HostId, NewUrl, PageRecord, Pending, PendingRows, Refilled, UrlId};
 use super::sqlite::{classify, SqliteStore};
-use crate::refresh::Validators;
 use crate::result::Unchanged;
 use crate::store::{now_ms, UrlState};
 use crate::warc::CommitBarrier;
@@ -408,33 +407,23 @@ fn take_spilled(
     host: HostId,
     limit: usize,
 ) -> rusqlite::Result<Vec<Refilled>> {
-    let mut st = tx.prepare_cached(
-        "SELECT s.seq, u.id, coalesce(u.url, u.key), u.depth,
-                g.etag, g.last_modified, g.content_hash, g.id IS NOT NULL
-         FROM spill s JOIN urls u ON u.id = s.url_id
-         LEFT JOIN gen_urls g ON g.generation = (SELECT generation - 1 FROM crawl)
-             AND g.id = u.id AND g.status BETWEEN 200 AND 299
+    let mut st = tx.prepare_cached(&format!(
+        "SELECT s.seq, u.id, coalesce(u.url, u.key), u.depth, {VALIDATORS}
+         FROM spill s JOIN urls u ON u.id = s.url_id {VALIDATORS_JOIN}
          WHERE s.host_id = ?1 ORDER BY s.seq LIMIT ?2",
-    )?;
+    ))?;
     let mut out = Vec::new();
     let mut last_seq = None;
     let mut rows = st.query(params![host, limit as i64])?;
     while let Some(r) = rows.next()? {
         // Every spilled URL is queued: it cannot be dispatched before it is read back.
         last_seq = Some(r.get::<_, i64>(0)?);
-        // A refresh asks a page the previous generation fetched conditionally.
-        let validators = r.get::<_, bool>(7)?.then(|| -> rusqlite::Result<_> {
-            Ok(Box::new(Validators {
-                etag: r.get(4)?,
-                last_modified: r.get(5)?,
-                content_hash: columns::hash_from_text(r.get(6)?),
-            }))
-        });
         out.push(Refilled {
             id: r.get::<_, i64>(1)? as u64,
             url: r.get(2)?,
             depth: r.get(3)?,
-            validators: validators.transpose()?,
+            // A refresh asks a page the previous generation fetched conditionally.
+            validators: generations::validators_at(r, 4)?.map(Box::new),
         });
     }
     drop(rows);

@@ -84,18 +84,12 @@ pub enum DistError {
         finished: bool,
     },
     /// `--recrawl` or `--recheck` of a file into a Redis crawl that began without it.
-    #[error("crawl {id:?} began before {path} was given to it; --recrawl and --recheck take a file's finished crawl into a new Redis crawl: give a new --crawl-id")]
+    #[error("crawl {id:?} began before {path} was given to it; --recrawl, --recheck and --refresh take a file's finished crawl into a new Redis crawl: give a new --crawl-id")]
     ReuseStarted {
         /// The crawl id.
         id: String,
         /// The file.
         path: String,
-    },
-    /// Something only a local crawl does yet.
-    #[error("{what} works on a crawl's SQLite file (--db FILE without --store); a Redis crawl cannot do it yet")]
-    NotYet {
-        /// The option.
-        what: &'static str,
     },
     /// No process ever collected the crawl's results.
     #[error("no process collects the results of crawl {id:?} yet: run one of its processes with --db FILE (trawl crawl --store ... --crawl-id {id} --db FILE) and read that file")]
@@ -116,8 +110,7 @@ impl DistError {
             | DistError::TargetExists(_)
             | DistError::OtherResults { .. }
             | DistError::FileHoldsCrawl { .. }
-            | DistError::ReuseStarted { .. }
-            | DistError::NotYet { .. } => true,
+            | DistError::ReuseStarted { .. } => true,
             DistError::Store(e) => e.is_usage(),
             DistError::Redis(_)
             | DistError::Unreachable(_)

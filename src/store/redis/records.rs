@@ -30,6 +30,9 @@ pub struct Queued {
         with = "hex_hashes"
     )]
     pub chain: Vec<u128>,
+    /// In a refresh: the previous generation's validators, to ask conditionally.
+    #[serde(rename = "v", default, skip_serializing_if = "Option::is_none")]
+    pub validators: Option<crate::refresh::Validators>,
 }
 
 impl Queued {

@@ -5,7 +5,9 @@
 //! - `--recrawl` starts it again, keeping its link checks younger than `check-cache-age`
 //!   (the check cache);
 //! - `--recheck failed` asks again what failed or answered 4xx/5xx, and what those link to
-//!   now.
+//!   now;
+//! - `--refresh` keeps it as the previous generation and asks every page again with its
+//!   validators (which travel in the queue elements).
 //!
 //! The new Redis crawl takes the file's seeds and configuration under the options given,
 //! and is told every URL the file keeps, as the visited set of a resumed local crawl is
@@ -42,6 +44,8 @@ pub(crate) enum Reuse {
     Recrawl,
     /// `--recheck failed`.
     RecheckFailed,
+    /// `--refresh`.
+    Refresh,
 }
 
 /// The earlier crawl `path` holds, to be taken as `reuse` says: read before the Redis crawl
@@ -98,11 +102,23 @@ pub(crate) async fn prepare_file(
     // cleared.
     let mut store = SqliteStore::open(path, OpenMode::Crawl)?;
     claim(redis, keys, path).await?;
-    if reuse == Reuse::Recrawl {
-        store.clear_for_recrawl(u64::try_from(keep.as_millis()).unwrap_or(u64::MAX))?;
-    } else {
-        let n = store.requeue_failed()?;
-        tracing::info!(urls = n, "--recheck failed: fetching again what failed");
+    match reuse {
+        Reuse::No => unreachable!("returned above"),
+        Reuse::Recrawl => {
+            store.clear_for_recrawl(u64::try_from(keep.as_millis()).unwrap_or(u64::MAX))?
+        }
+        Reuse::RecheckFailed => {
+            let n = store.requeue_failed()?;
+            tracing::info!(urls = n, "--recheck failed: fetching again what failed");
+        }
+        Reuse::Refresh => {
+            let begun = store.start_generation()?;
+            tracing::info!(
+                generation = begun.generation,
+                pages = begun.queued,
+                "--refresh: asking every page again, conditionally"
+            );
+        }
     }
     let mut after = 0;
     loop {
@@ -132,6 +148,7 @@ async fn know(redis: &Redis, keys: &CrawlKeys, urls: &[FileUrl]) -> Result<(), D
                     key: u.key.clone(),
                     url: u.url.clone(),
                     chain: Vec::new(),
+                    validators: u.validators.clone(),
                 };
                 ('q', format!("q{}", queued.element(&hash)))
             }

@@ -155,6 +155,7 @@ impl RedisStore {
                 key,
                 url,
                 chain: c.chain,
+                validators: None,
             };
             let row = Row {
                 key: queued.key.clone(),
@@ -240,8 +241,7 @@ impl RedisStore {
             depth: lease.depth,
             attempts: lease.tries,
             chain: lease.queued.chain.clone(),
-            // A Redis crawl has no --refresh yet.
-            validators: None,
+            validators: lease.queued.validators.clone().map(Box::new),
             ticket: lease,
         })
     }
