@@ -114,7 +114,7 @@ fn write_pages(out: &mut String, r: &RunCounts) {
     let _ = writeln!(out, "trawl_pages_total{{class=\"none\"}} {no_response}");
 }
 
-fn counters(r: &RunCounts) -> [Simple; 5] {
+fn counters(r: &RunCounts) -> [Simple; 7] {
     [
         (
             "trawl_failed_total",
@@ -135,6 +135,18 @@ fn counters(r: &RunCounts) -> [Simple; 5] {
             "counter",
             "Hosts paused by a 429 or 503.",
             r.pauses,
+        ),
+        (
+            "trawl_not_modified_total",
+            "counter",
+            "Refreshed pages answered 304 Not Modified.",
+            r.not_modified,
+        ),
+        (
+            "trawl_same_content_total",
+            "counter",
+            "Refreshed pages answered 200 with the previous content hash.",
+            r.same_content,
         ),
     ]
 }

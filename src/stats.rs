@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::result::{ErrorKind, FailedSeed, PageResult, MAX_FAILED_SEEDS};
+use crate::result::{ErrorKind, FailedSeed, PageResult, Unchanged, MAX_FAILED_SEEDS};
 
 /// Live counters for this run.
 #[derive(Debug, Default)]
@@ -18,6 +18,9 @@ pub struct Stats {
     edges: AtomicU64,
     retries: AtomicU64,
     pauses: AtomicU64,
+    /// In a refresh: pages answered 304, and 200s with the same content hash.
+    not_modified: AtomicU64,
+    same_content: AtomicU64,
     /// Fetch durations: counts per bucket of [`LATENCY_BUCKETS_MS`] (and one past the
     /// last), and their sum.
     latency: [AtomicU64; LATENCY_BUCKETS_MS.len() + 1],
@@ -64,6 +67,11 @@ impl Stats {
                 .entry(kind)
                 .or_default() += 1;
         }
+        match rec.unchanged {
+            Some(Unchanged::NotModified) => self.not_modified.fetch_add(1, Relaxed),
+            Some(Unchanged::SameContent) => self.same_content.fetch_add(1, Relaxed),
+            None => 0,
+        };
         self.bytes.fetch_add(rec.size.unwrap_or(0), Relaxed);
         self.edges.fetch_add(edges as u64, Relaxed);
         let bucket = LATENCY_BUCKETS_MS
@@ -134,6 +142,8 @@ impl Stats {
             edges: self.edges.load(Relaxed),
             retries: self.retries.load(Relaxed),
             pauses: self.pauses.load(Relaxed),
+            not_modified: self.not_modified.load(Relaxed),
+            same_content: self.same_content.load(Relaxed),
             latency: std::array::from_fn(|i| self.latency[i].load(Relaxed)),
             latency_sum_ms: self.latency_sum_ms.load(Relaxed),
             errors: self
@@ -171,6 +181,10 @@ pub struct RunCounts {
     pub retries: u64,
     /// Host pauses after a 429 or 503.
     pub pauses: u64,
+    /// In a refresh: pages answered 304 Not Modified (not read again).
+    pub not_modified: u64,
+    /// In a refresh: pages answered 200 with the previous generation's content hash.
+    pub same_content: u64,
     /// Fetch durations per bucket of `LATENCY_BUCKETS_MS` (5 ms to 30 s), the last for longer ones.
     pub latency: [u64; LATENCY_BUCKETS_MS.len() + 1],
     /// Sum of fetch durations.

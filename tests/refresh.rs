@@ -154,6 +154,8 @@ async fn refresh_asks_conditionally_and_keeps_the_previous_generation(store: Bac
     // No seed given: the file's are the crawl's.
     let summary = store.crawl(store.again("s", 2).refresh(true)).await;
     assert_eq!(summary.outcome, Outcome::Finished);
+    let counted = (summary.run.not_modified, summary.run.same_content);
+    assert_eq!(counted, (3, 1), "304s, and /plain by its hash");
 
     // Every page asked once again; the unchanged ones with validators answered 304.
     let pages = |from: usize| -> Vec<String> {

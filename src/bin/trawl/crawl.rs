@@ -239,6 +239,15 @@ pub(crate) fn print_summary(args: &CrawlArgs, s: &trawl::Summary) {
     if !classes.is_empty() {
         let _ = writeln!(out, "  status: {}", classes.join(", "));
     }
+    if r.not_modified + r.same_content > 0 {
+        let _ = writeln!(
+            out,
+            "  refresh: {} not modified (304), {} same content, {} changed or new",
+            r.not_modified,
+            r.same_content,
+            r.pages.saturating_sub(r.not_modified + r.same_content)
+        );
+    }
     if !r.errors.is_empty() {
         let errs: Vec<String> = r.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(out, "  errors: {}", errs.join(", "));
