@@ -21,7 +21,8 @@ use std::sync::Arc;
 
 use crate::config::CrawlConfig;
 use crate::proxy::Pool;
-use crate::warc::{Capture, WarcSink};
+use crate::refresh::Validators;
+use crate::warc::{Capture, Earlier, WarcSink};
 
 /// Redirect bodies read ahead for a WARC record at most: trawl itself never reads them,
 /// and a redirect page is small (a body over this is recorded as truncated).
@@ -199,8 +200,22 @@ impl Fetcher {
         self.send(reqwest::Method::GET, url, None).await
     }
 
-    /// Send a GET for `url` with `extra` headers (a refresh's conditional request).
-    pub async fn get_with(&self, url: &Url, extra: HeaderMap) -> Result<Response, FetchError> {
+    /// Send a conditional GET for `url` (a refresh): the previous generation's
+    /// validators as `If-None-Match` / `If-Modified-Since`, and for WARC output the
+    /// earlier capture an unchanged answer is a `revisit` of.
+    pub async fn get_conditional(
+        &self,
+        url: &Url,
+        previous: &Validators,
+    ) -> Result<Response, FetchError> {
+        let earlier = Earlier {
+            date: previous
+                .fetched_at
+                .and_then(|ms| u64::try_from(ms).ok())
+                .map(|ms| std::time::UNIX_EPOCH + Duration::from_millis(ms)),
+            content_hash: previous.content_hash,
+        };
+        let extra = (previous.headers(), earlier);
         self.send(reqwest::Method::GET, url, Some(extra)).await
     }
 
@@ -213,8 +228,9 @@ impl Fetcher {
         &self,
         method: reqwest::Method,
         url: &Url,
-        extra: Option<HeaderMap>,
+        conditional: Option<(HeaderMap, Earlier)>,
     ) -> Result<Response, FetchError> {
+        let (extra, earlier) = conditional.unzip();
         let mut capture = match &self.warc {
             Some(sink) => {
                 let mut head = self.shape.sent.clone();
@@ -224,7 +240,7 @@ impl Fetcher {
                 if let Some(extra) = &extra {
                     head.extend(extra.clone());
                 }
-                Some(sink.begin(method.clone(), url, head).await)
+                Some(sink.begin(method.clone(), url, head, earlier).await)
             }
             None => None,
         };

@@ -26,6 +26,9 @@ pub struct Validators {
     /// Its content hash (see [`PageResult::content_hash`]).
     #[serde(rename = "h", default, skip_serializing_if = "Option::is_none")]
     pub content_hash: Option<u128>,
+    /// When it was fetched (Unix ms): the earlier capture a WARC `revisit` record names.
+    #[serde(rename = "t", default, skip_serializing_if = "Option::is_none")]
+    pub fetched_at: Option<i64>,
 }
 
 impl Validators {
@@ -68,7 +71,7 @@ mod tests {
         let v = Validators {
             etag: Some("\"abc\"".into()),
             last_modified: Some("Wed, 21 Oct 2015 07:28:00 GMT".into()),
-            content_hash: None,
+            ..Validators::default()
         };
         let h = v.headers();
         assert_eq!(h[IF_NONE_MATCH], "\"abc\"");

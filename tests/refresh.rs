@@ -265,7 +265,74 @@ async fn an_interrupted_refresh_resumes_to_the_same_generation(store: Backend) {
     );
 }
 
+/// Each record of a WARC file as warcio reads it (digests checked): type, target path,
+/// profile, refers-to date.
+const READ_WARC: &str = r#"
+import json, sys
+from urllib.parse import urlsplit
+from warcio.archiveiterator import ArchiveIterator
+out = []
+with open(sys.argv[1], "rb") as f:
+    for rec in ArchiveIterator(f, check_digests="raise"):
+        if rec.rec_type not in ("response", "revisit"):
+            continue
+        h = rec.rec_headers
+        rec.content_stream().read()
+        out.append([rec.rec_type, urlsplit(h.get_header("WARC-Target-URI")).path,
+                    (h.get_header("WARC-Profile") or "").rsplit("/", 1)[-1],
+                    h.get_header("WARC-Refers-To-Date") is not None])
+print(json.dumps(sorted(out)))
+"#;
+
+async fn refresh_writes_revisits_for_what_did_not_change(store: Backend) {
+    let (server, site) = start(first_version()).await;
+    let warc = |n| store.dir().join(format!("run{n}.warc.gz"));
+    store
+        .crawl(first(&store, "s", &server.base).warc(warc(1)))
+        .await;
+    edit(&site.pages);
+    store
+        .crawl(store.again("s", 2).refresh(true).warc(warc(2)))
+        .await;
+    let out = std::process::Command::new("python3")
+        .args(["-c", READ_WARC])
+        .arg(warc(2))
+        .output()
+        .expect("python3 (run scripts/test, which installs warcio)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Vec<(String, String, String, bool)> = serde_json::from_slice(&out.stdout).unwrap();
+    let pages: Vec<(String, String, String, bool)> = got
+        .into_iter()
+        .filter(|(_, p, _, _)| p != "/robots.txt" && p != "/sitemap.xml")
+        .collect();
+    let r = |kind: &str, path: &str, profile: &str, refers: bool| {
+        (
+            kind.to_string(),
+            path.to_string(),
+            profile.to_string(),
+            refers,
+        )
+    };
+    assert_eq!(
+        pages,
+        [
+            r("response", "/b", "", false),
+            r("response", "/c", "", false),
+            r("response", "/e", "", false),
+            r("revisit", "/", "server-not-modified", true),
+            r("revisit", "/a", "server-not-modified", true),
+            r("revisit", "/d", "server-not-modified", true),
+            r("revisit", "/plain", "identical-payload-digest", true),
+        ]
+    );
+}
+
 both_stores!(
     refresh_asks_conditionally_and_keeps_the_previous_generation,
-    an_interrupted_refresh_resumes_to_the_same_generation
+    an_interrupted_refresh_resumes_to_the_same_generation,
+    refresh_writes_revisits_for_what_did_not_change
 );

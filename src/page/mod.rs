@@ -137,7 +137,7 @@ impl Reader {
         let mut pause = None;
         let sent = match ask {
             Ask::Crawl => match validators {
-                Some(v) => self.fetcher.get_with(url, v.headers()).await,
+                Some(v) => self.fetcher.get_conditional(url, v).await,
                 None => self.fetcher.get(url).await,
             }
             .map(|r| (r, false)),

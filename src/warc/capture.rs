@@ -38,6 +38,16 @@ pub(super) struct Head {
     pub(super) ip: Option<IpAddr>,
 }
 
+/// The earlier capture of a URL asked again by a refresh: an unchanged answer is written
+/// as a `revisit` of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Earlier {
+    /// When it was fetched (`WARC-Refers-To-Date`), when known.
+    pub date: Option<SystemTime>,
+    /// Its body's xxh3-128: an identical payload is not stored again.
+    pub content_hash: Option<u128>,
+}
+
 /// One HTTP exchange, as the writer needs it.
 pub(super) struct Exchange {
     pub(super) method: reqwest::Method,
@@ -47,6 +57,7 @@ pub(super) struct Exchange {
     pub(super) head: Head,
     pub(super) body: Vec<u8>,
     pub(super) end: BodyEnd,
+    pub(super) earlier: Option<Earlier>,
 }
 
 /// Where the fetcher sends captures. Cheap to clone.
@@ -65,9 +76,16 @@ impl std::fmt::Debug for WarcSink {
 }
 
 impl WarcSink {
-    /// Start capturing a request to `url` carrying `request` headers. Waits while the
+    /// Start capturing a request to `url` carrying `request` headers (a refresh's asks
+    /// again what was captured `earlier`). Waits while the
     /// writer is `queue` exchanges behind: the backpressure that keeps memory bounded.
-    pub async fn begin(&self, method: reqwest::Method, url: &Url, request: HeaderMap) -> Capture {
+    pub async fn begin(
+        &self,
+        method: reqwest::Method,
+        url: &Url,
+        request: HeaderMap,
+        earlier: Option<Earlier>,
+    ) -> Capture {
         // Reserved before the request is sent, so the capture can be handed over without
         // waiting whenever and wherever the response is dropped.
         let slot = self.tx.clone().reserve_owned().await.ok();
@@ -88,6 +106,7 @@ impl WarcSink {
                 },
                 body: Vec::new(),
                 end: BodyEnd::Unread,
+                earlier,
             }),
             answered: false,
             cap: 0,

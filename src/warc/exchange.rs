@@ -5,8 +5,13 @@ use reqwest::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
 use reqwest::{StatusCode, Version};
 use url::Position;
 
-use super::capture::{BodyEnd, Exchange};
-use super::record::{http_head, new_id, Kind, Record};
+use super::capture::{BodyEnd, Earlier, Exchange};
+use super::record::{date, http_head, new_id, sha1_digest, Kind, Record};
+
+/// `WARC-Profile` of a revisit whose server answered 304 Not Modified (WARC 1.1, 6.7.2).
+const SERVER_NOT_MODIFIED: &str = "http://netpreserve.org/warc/1.1/revisit/server-not-modified";
+/// `WARC-Profile` of a revisit whose payload equals the earlier capture's (6.7.1).
+const IDENTICAL_PAYLOAD: &str = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest";
 
 /// The request and response records of one exchange.
 pub(super) fn records(ex: &Exchange, warcinfo: &str) -> (Record, Record) {
@@ -20,26 +25,62 @@ pub(super) fn records(ex: &Exchange, warcinfo: &str) -> (Record, Record) {
     if let Some(t) = truncation(ex.end) {
         response_fields.push(("WARC-Truncated", t.to_owned()));
     }
-    (
-        Record {
-            kind: Kind::Request,
-            id: request_id,
-            date: ex.started,
-            content_type: "application/http;msgtype=request",
-            fields: request_fields,
-            block: request_block(ex, request_version),
-            payload_at: None,
-        },
-        Record {
-            kind: Kind::Response,
-            id: response_id,
-            date: ex.started,
-            content_type: "application/http;msgtype=response",
-            fields: response_fields,
-            block: response_block,
-            payload_at: Some(payload_at),
-        },
-    )
+    let mut response = Record {
+        kind: Kind::Response,
+        id: response_id,
+        date: ex.started,
+        content_type: "application/http;msgtype=response",
+        fields: response_fields,
+        block: response_block,
+        payload_at: Some(payload_at),
+    };
+    if let Some(earlier) = &ex.earlier {
+        revisit(ex, earlier, &mut response);
+    }
+    let request = Record {
+        kind: Kind::Request,
+        id: request_id,
+        date: ex.started,
+        content_type: "application/http;msgtype=request",
+        fields: request_fields,
+        block: request_block(ex, request_version),
+        payload_at: None,
+    };
+    (request, response)
+}
+
+/// Make `response` a `revisit` of the `earlier` capture when it is one, as Heritrix writes
+/// them: a 304 (`server-not-modified`), or a complete body hashing as the earlier one did
+/// (`identical-payload-digest`: the head only, with the payload's digest and
+/// `WARC-Truncated: length`, so a replay finds the body in the earlier record).
+fn revisit(ex: &Exchange, earlier: &Earlier, response: &mut Record) {
+    let payload_at = response.payload_at.unwrap_or(response.block.len());
+    let profile = if ex.head.status == StatusCode::NOT_MODIFIED {
+        SERVER_NOT_MODIFIED
+    } else if ex.end == BodyEnd::Complete
+        && ex.head.status.is_success()
+        && earlier.content_hash == Some(xxhash_rust::xxh3::xxh3_128(&ex.body))
+    {
+        let digest = sha1_digest(&response.block[payload_at..]);
+        response.fields.push(("WARC-Payload-Digest", digest));
+        response
+            .fields
+            .push(("WARC-Truncated", "length".to_owned()));
+        IDENTICAL_PAYLOAD
+    } else {
+        return;
+    };
+    response.kind = Kind::Revisit;
+    response.block.truncate(payload_at);
+    response.payload_at = None;
+    response.fields.push(("WARC-Profile", profile.to_owned()));
+    response.fields.push((
+        "WARC-Refers-To-Target-URI",
+        ex.url[..Position::AfterQuery].to_owned(),
+    ));
+    if let Some(at) = earlier.date {
+        response.fields.push(("WARC-Refers-To-Date", date(at)));
+    }
 }
 
 /// The HTTP version of the response line, and of the request line.
@@ -159,6 +200,7 @@ mod tests {
             },
             body: body.to_vec(),
             end,
+            earlier: None,
         }
     }
 
@@ -190,6 +232,50 @@ mod tests {
         );
         assert_eq!(&resp.block[resp.payload_at.unwrap()..], b"<p>gone</p>");
         assert!(!resp.fields.iter().any(|(n, _)| *n == "WARC-Truncated"));
+    }
+
+    #[test]
+    fn unchanged_answers_to_a_refresh_are_revisits() {
+        let at = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+        let body = b"<p>same</p>";
+        let earlier = Earlier {
+            date: Some(at),
+            content_hash: Some(xxhash_rust::xxh3::xxh3_128(body)),
+        };
+        let field = |r: &Record, name: &str| {
+            r.fields
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.clone())
+        };
+        let mut same = exchange(body, BodyEnd::Complete);
+        same.head.status = StatusCode::OK;
+        same.earlier = Some(earlier);
+        let (_, resp) = records(&same, "<info>");
+        assert_eq!(resp.kind, Kind::Revisit);
+        assert_eq!(
+            field(&resp, "WARC-Profile").as_deref(),
+            Some(IDENTICAL_PAYLOAD)
+        );
+        assert_eq!(field(&resp, "WARC-Payload-Digest"), Some(sha1_digest(body)));
+        assert_eq!(field(&resp, "WARC-Refers-To-Date"), Some(date(at)));
+        assert!(text(&resp.block).ends_with("\r\n\r\n"), "the head only");
+        let mut not_modified = exchange(b"", BodyEnd::Complete);
+        not_modified.head.status = StatusCode::NOT_MODIFIED;
+        not_modified.earlier = Some(earlier);
+        let (_, resp) = records(&not_modified, "<info>");
+        assert_eq!(
+            field(&resp, "WARC-Profile").as_deref(),
+            Some(SERVER_NOT_MODIFIED)
+        );
+        assert_eq!(
+            field(&resp, "WARC-Refers-To-Target-URI").as_deref(),
+            Some("http://example.org:8080/a?b=1")
+        );
+        let mut changed = exchange(b"<p>new</p>", BodyEnd::Complete);
+        changed.head.status = StatusCode::OK;
+        changed.earlier = Some(earlier);
+        assert_eq!(records(&changed, "<info>").1.kind, Kind::Response);
     }
 
     #[test]

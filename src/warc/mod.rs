@@ -32,7 +32,7 @@ use std::time::SystemTime;
 use tokio::sync::mpsc;
 
 pub(crate) use capture::declared_length;
-pub use capture::{Capture, WarcSink};
+pub use capture::{Capture, Earlier, WarcSink};
 
 use capture::Exchange;
 use exchange::records;

@@ -26,6 +26,8 @@ pub enum Kind {
     Request,
     /// An HTTP response as received.
     Response,
+    /// A response to a refresh that is unchanged since an earlier capture: its head only.
+    Revisit,
 }
 
 impl Kind {
@@ -34,6 +36,7 @@ impl Kind {
             Kind::Warcinfo => "warcinfo",
             Kind::Request => "request",
             Kind::Response => "response",
+            Kind::Revisit => "revisit",
         }
     }
 }

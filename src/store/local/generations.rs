@@ -33,8 +33,8 @@ pub(super) const VALIDATORS_JOIN: &str = "LEFT JOIN gen_urls g
     ON g.generation = (SELECT generation - 1 FROM crawl WHERE id = 1)
     AND g.id = u.id AND g.status BETWEEN 200 AND 299";
 
-/// The validators of a row selected with [`VALIDATORS_JOIN`], from column `first`:
-/// `g.id IS NOT NULL, g.etag, g.last_modified, g.content_hash`.
+/// The validators of a row selected with [`VALIDATORS_JOIN`], from column `first` on
+/// ([`VALIDATORS`]).
 pub(super) fn validators_at(
     r: &rusqlite::Row<'_>,
     first: usize,
@@ -46,11 +46,13 @@ pub(super) fn validators_at(
         etag: r.get(first + 1)?,
         last_modified: r.get(first + 2)?,
         content_hash: columns::hash_from_text(r.get(first + 3)?),
+        fetched_at: r.get(first + 4)?,
     }))
 }
 
 /// The columns [`validators_at`] reads.
-pub(super) const VALIDATORS: &str = "g.id IS NOT NULL, g.etag, g.last_modified, g.content_hash";
+pub(super) const VALIDATORS: &str =
+    "g.id IS NOT NULL, g.etag, g.last_modified, g.content_hash, g.fetched_at";
 
 /// A new generation begun: its number, and how many pages it asks again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
