@@ -16,10 +16,11 @@ ALTER TABLE urls ADD COLUMN content_hash TEXT;
 -- NULL otherwise (changed, new, or not a refresh).
 ALTER TABLE urls ADD COLUMN unchanged INTEGER;
 
--- Earlier generations, kept by `--refresh` until `trawl prune` drops them: each a copy of
--- `urls` and `edges` as that generation finished (the same columns, in the same order,
--- after `generation`; a later migration adding a column to `urls` or `edges` adds it here
--- too). Ids are those of the generation's own rows.
+-- Earlier generations, kept by `--refresh` until `trawl prune` drops them.
+--
+-- `gen_urls`: a copy of `urls` as each generation finished (the same columns, in the same
+-- order, after `generation`; a later migration adding a column to `urls` adds it here
+-- too). URL rows keep their ids from one generation to the next.
 CREATE TABLE gen_urls (
     generation   INTEGER NOT NULL,
     id           INTEGER NOT NULL,
@@ -51,18 +52,13 @@ CREATE TABLE gen_urls (
 ) WITHOUT ROWID;
 CREATE INDEX gen_urls_by_key ON gen_urls(generation, key);
 
-CREATE TABLE gen_edges (
-    generation INTEGER NOT NULL,
-    src        INTEGER NOT NULL,
-    dst        INTEGER NOT NULL,
-    kind       INTEGER NOT NULL,
-    nofollow   INTEGER NOT NULL DEFAULT 0,
-    anchor     TEXT,
-    fragment   TEXT,
-    line       INTEGER,
-    col        INTEGER
-);
-CREATE INDEX gen_edges_by_src ON gen_edges(generation, src);
+-- Edges: generation N's `edges` table itself, renamed `gen_edges_N` (and indexed by `src`)
+-- when generation N + 1 began, so keeping a generation's millions of edges copies none.
+-- `gen_edges` is a view over every `gen_edges_N` with the generation as its first column,
+-- rebuilt whenever one is added or dropped; with none, it is empty.
+CREATE VIEW gen_edges AS
+    SELECT 0 AS generation, src, dst, kind, nofollow, anchor, fragment, line, col
+    FROM edges WHERE 0;
 
 -- When each earlier generation ran (the current one's times are in `crawl`).
 CREATE TABLE generations (

@@ -1,5 +1,6 @@
 //! Generations of a crawl in one file (`trawl crawl --refresh`): the finished generation
-//! is archived into `gen_urls` / `gen_edges` (see `migrations/0007_generations.sql`) and
+//! is archived (its URL rows copied into `gen_urls`, its `edges` table kept whole as
+//! `gen_edges_N`; see `migrations/0007_generations.sql`) and
 //! the file starts the next one from every page it knows, asked again with the archived
 //! validators (`refresh`). URL rows keep their ids across the step, so an archived edge
 //! still names the same URLs in the new generation: a 304 page's links are carried over
@@ -81,13 +82,7 @@ impl SqliteStore {
                 &format!("INSERT INTO gen_urls (generation, {urls}) SELECT ?1, {urls} FROM urls"),
                 [generation],
             )?;
-            tx.execute(
-                &format!(
-                    "INSERT INTO gen_edges (generation, {EDGE_COLUMNS})
-                     SELECT ?1, {EDGE_COLUMNS} FROM edges"
-                ),
-                [generation],
-            )?;
+            archive_edges(&tx, generation)?;
             tx.execute(
                 "INSERT INTO generations (generation, started_at, finished_at)
                  SELECT ?1, started_at, finished_at FROM crawl WHERE id = 1",
@@ -101,7 +96,7 @@ impl SqliteStore {
             let queued = st.raw_execute()?;
             drop(st);
             let now = now_ms();
-            tx.execute_batch("DELETE FROM edges; DELETE FROM spill;")?;
+            tx.execute_batch("DELETE FROM spill;")?;
             tx.execute(
                 "UPDATE crawl SET generation = ?1, finished_at = NULL, started_at = ?2,
                      updated_at = ?2 WHERE id = 1",
@@ -115,6 +110,60 @@ impl SqliteStore {
         })();
         begun.map_err(|e| self.err(e))
     }
+}
+
+/// Keep generation `generation`'s edges: the `edges` table renamed `gen_edges_N` (no
+/// row copied: a docs site's 2.3 M edges took 1.6 s to copy, 0.6 s to index), indexed by
+/// `src` for [`carry`], and a new empty `edges` made from the old one's own `CREATE`
+/// statement (so every column a migration added is there).
+fn archive_edges(tx: &Transaction<'_>, generation: i64) -> rusqlite::Result<()> {
+    let create: String = tx.query_row(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'edges'",
+        [],
+        |r| r.get(0),
+    )?;
+    // Dropped first: renaming a table rewrites the views that name it.
+    tx.execute_batch("DROP VIEW IF EXISTS gen_edges")?;
+    let kept = format!("gen_edges_{generation}");
+    // The index's sort on two sorter threads: 0.64 s -> 0.53 s for those 2.3 M edges.
+    tx.execute_batch(&format!(
+        "ALTER TABLE edges RENAME TO {kept};
+         {create};
+         PRAGMA threads = 2;
+         CREATE INDEX {kept}_by_src ON {kept}(src);
+         PRAGMA threads = 0;"
+    ))?;
+    rebuild_edges_view(tx)
+}
+
+/// The generations whose edges are kept (`gen_edges_N` tables), in order.
+pub fn kept_edge_generations(conn: &rusqlite::Connection) -> rusqlite::Result<Vec<i64>> {
+    let mut st = conn.prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'gen_edges_[0-9]*'",
+    )?;
+    let names = st.query_map([], |r| r.get::<_, String>(0))?;
+    let mut kept: Vec<i64> = names
+        .filter_map(|n| n.ok()?.strip_prefix("gen_edges_")?.parse().ok())
+        .collect();
+    kept.sort_unstable();
+    Ok(kept)
+}
+
+/// Make the `gen_edges` view name every kept generation's edges table again: after one is
+/// added (a refresh) or dropped (`trawl prune`, which drops `gen_edges_N` then calls this).
+pub fn rebuild_edges_view(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+    let kept = kept_edge_generations(conn)?;
+    let body = if kept.is_empty() {
+        format!("SELECT 0 AS generation, {EDGE_COLUMNS} FROM edges WHERE 0")
+    } else {
+        kept.iter()
+            .map(|g| format!("SELECT {g} AS generation, {EDGE_COLUMNS} FROM gen_edges_{g}"))
+            .collect::<Vec<_>>()
+            .join(" UNION ALL ")
+    };
+    conn.execute_batch(&format!(
+        "DROP VIEW IF EXISTS gen_edges; CREATE VIEW gen_edges AS {body};"
+    ))
 }
 
 /// A page answered 304 to the previous generation's validators: its row takes the
