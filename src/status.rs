@@ -96,6 +96,11 @@ pub struct Status {
     /// Seeds (depth-0 URLs, or where they redirect) that got no usable response, with
     /// their errors: the first [`MAX_FAILED_SEEDS`](crate::result::MAX_FAILED_SEEDS).
     pub failed_seeds: Vec<FailedSeed>,
+    /// The generation read (1 for the first crawl, one more per `--refresh`); `None`
+    /// before a crawl started.
+    pub generation: Option<i64>,
+    /// Every generation the file keeps, oldest first (`trawl diff` compares them).
+    pub generations: Vec<i64>,
 }
 
 impl Status {
@@ -122,7 +127,25 @@ pub fn stored_crawl(path: &Path) -> Result<Option<CrawlRow>, StoreError> {
 
 /// Read the status of the crawl in `path`, read-only. A crawl may be running.
 pub fn read(path: &Path) -> Result<Status, StoreError> {
-    with_reader(path, |store| read_store(path, store))
+    read_generation(path, None)
+}
+
+/// [`read`] of generation `generation` of the crawl in `path` (see `trawl crawl
+/// --refresh`); `None` for the current one. An earlier generation is finished or was
+/// interrupted: never running, whoever holds the file now.
+pub fn read_generation(path: &Path, generation: Option<i64>) -> Result<Status, StoreError> {
+    with_reader(path, |store| {
+        let kept = store.generations()?;
+        let current = kept.last().map(|g| g.number);
+        let read = generation.or(current);
+        if let Some(n) = generation {
+            store.read_generation(n)?;
+        }
+        let mut status = read_store(path, store, read != current)?;
+        status.generation = read;
+        status.generations = kept.iter().map(|g| g.number).collect();
+        Ok(status)
+    })
 }
 
 /// The links of `classes` in the crawl in `path`, read-only: what `trawl crawl --fail-on`
@@ -132,8 +155,8 @@ pub fn link_counts(path: &Path, classes: LinkClasses) -> Result<ClassCounts, Sto
     with_reader(path, |store| crate::report::count_links(store, classes))
 }
 
-fn read_store(path: &Path, store: &SqliteStore) -> Result<Status, StoreError> {
-    let locked = lock_held(path)?;
+fn read_store(path: &Path, store: &SqliteStore, archived: bool) -> Result<Status, StoreError> {
+    let locked = !archived && lock_held(path)?;
     let err = |e| StoreError::Sqlite {
         path: path.display().to_string(),
         source: e,
@@ -192,6 +215,8 @@ impl Status {
             recent_rate: None,
             broken: 0,
             failed_seeds: Vec::new(),
+            generation: None,
+            generations: Vec::new(),
         }
     }
 

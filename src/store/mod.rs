@@ -32,6 +32,7 @@ use crate::result::PageResult;
 #[cfg(feature = "redis")]
 pub(crate) use local::check_cache::FileUrl;
 pub use local::error::StoreError;
+pub use local::history::{Generation, Pruned};
 pub(crate) use local::pending::UrlId;
 pub use local::sqlite::{CrawlRow, OpenMode, SqliteStore};
 pub use local::visited::Footprint;

@@ -79,6 +79,24 @@ pub enum StoreError {
         /// Why.
         source: std::io::Error,
     },
+    /// `--generation N` names a generation the file does not keep.
+    #[error("{path} keeps no generation {asked}; it keeps {}: choose one of those (trawl prune drops old ones)", kept.join(", "))]
+    NoGeneration {
+        /// The file.
+        path: String,
+        /// The generation asked for.
+        asked: i64,
+        /// The generations it keeps, oldest first.
+        kept: Vec<String>,
+    },
+    /// `trawl prune` would drop the generation an unfinished refresh carries pages from.
+    #[error("{path}: generation {generation} is a refresh that has not finished, and it needs generation {} to carry unchanged pages over; finish it first (trawl crawl --db FILE resumes it) or prune with a larger --keep", generation - 1)]
+    RefreshUnfinished {
+        /// The file.
+        path: String,
+        /// The unfinished generation.
+        generation: i64,
+    },
     /// The writer thread is gone (it stopped on an earlier error).
     #[error("the store writer has stopped")]
     WriterGone,
@@ -96,7 +114,9 @@ impl StoreError {
             | StoreError::Locked { .. }
             | StoreError::ReadOnly { .. }
             | StoreError::Open { .. }
-            | StoreError::VisitedDir { .. } => true,
+            | StoreError::VisitedDir { .. }
+            | StoreError::NoGeneration { .. }
+            | StoreError::RefreshUnfinished { .. } => true,
             StoreError::DiskFull { .. }
             | StoreError::Sqlite { .. }
             | StoreError::Warc(_)

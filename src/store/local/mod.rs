@@ -17,6 +17,7 @@ pub mod error;
 pub mod frontier;
 pub mod gate;
 pub(crate) mod generations;
+pub mod history;
 pub mod pending;
 pub mod sqlite;
 pub mod visited;
