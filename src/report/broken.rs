@@ -38,6 +38,8 @@ pub(super) const COLUMNS: &[&str] = &[
 /// One row: a link to fix (or a URL to fix that nothing links to).
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct BrokenLink {
+    /// The target's canonical key: rows come in its order (`trawl diff` merges by it).
+    pub key: String,
     /// The target as fetched, with `#fragment` for a fragment row.
     pub target: String,
     pub class: LinkClass,
@@ -232,7 +234,9 @@ impl Targets<'_> {
                 LinkClass::Redirected => self.hops.get(&r.get::<_, i64>(14).map_err(err)?),
                 _ => None,
             };
+            let key: String = r.get(8).map_err(err)?;
             let link = BrokenLink {
+                key: key.clone(),
                 target: r.get(0).map_err(err)?,
                 class,
                 status,
@@ -246,7 +250,7 @@ impl Targets<'_> {
                 kind: kind.map(kind_name),
                 anchor: r.get(13).map_err(err)?,
             };
-            return Ok(Some((r.get(8).map_err(err)?, link)));
+            return Ok(Some((key, link)));
         }
         Ok(None)
     }
@@ -285,7 +289,9 @@ impl Fragments<'_> {
             }
             let target: String = r.get(1).map_err(err)?;
             let kind: i64 = r.get(4).map_err(err)?;
+            let key: String = r.get(5).map_err(err)?;
             let link = BrokenLink {
+                key: key.clone(),
                 target: format!("{target}#{fragment}"),
                 class: LinkClass::Fragment,
                 status: *status,
@@ -299,7 +305,7 @@ impl Fragments<'_> {
                 kind: Some(kind_name(kind)),
                 anchor: r.get(10).map_err(err)?,
             };
-            return Ok(Some((r.get(5).map_err(err)?, link)));
+            return Ok(Some((key, link)));
         }
         Ok(None)
     }

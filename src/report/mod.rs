@@ -11,6 +11,7 @@
 mod broken;
 mod ci;
 mod depth;
+mod diff;
 mod orphans;
 mod output;
 mod redirects;
@@ -21,6 +22,7 @@ use std::io::Write;
 use std::str::FromStr;
 
 pub use crate::check::{ClassCounts, LinkClass, LinkClasses};
+pub use diff::{diff, Change, DiffOptions};
 pub use output::{Cell, OutputFormat};
 
 use crate::store::{SqliteStore, StoreError};
@@ -102,6 +104,17 @@ pub enum ReportError {
         /// The report asked for.
         kind: &'static str,
     },
+    /// `trawl diff` on a file with one generation and no `--from`.
+    #[error(
+        "{path} keeps only generation {generation}: nothing to compare it with; \
+         run trawl crawl --refresh to make another, or name two with --from and --to"
+    )]
+    NothingToCompare {
+        /// The file.
+        path: String,
+        /// Its only generation.
+        generation: i64,
+    },
     /// Link classes given for a report other than `broken`.
     #[error("--class chooses the links of the broken report; {kind} has no classes")]
     Classes {
@@ -121,6 +134,7 @@ impl ReportError {
         match self {
             ReportError::Store(s) => !matches!(s, StoreError::Sqlite { .. }),
             ReportError::NoCrawl { .. }
+            | ReportError::NothingToCompare { .. }
             | ReportError::Format { .. }
             | ReportError::Classes { .. } => true,
             ReportError::Io(_) => false,

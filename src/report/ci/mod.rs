@@ -169,6 +169,7 @@ mod tests {
     /// missing fragment, a blocked one with awkward text, a seed nobody links to.
     pub(super) fn rows() -> Vec<BrokenLink> {
         let base = BrokenLink {
+            key: "http://h/missing".into(),
             target: "http://h/missing".into(),
             class: LinkClass::Broken,
             status: Some(404),
