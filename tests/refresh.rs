@@ -8,65 +8,13 @@ mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use axum::extract::{Request, State};
-use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::Router;
-use support::adhoc::Adhoc;
 use support::backend::{both_stores, Backend};
+use support::editable::{page, start, Pages};
 use support::run::crawl;
 use trawl::Outcome;
-
-/// The site: path -> page body. A path missing is a 404.
-type Pages = Arc<Mutex<BTreeMap<String, String>>>;
-
-#[derive(Clone)]
-struct Site {
-    pages: Pages,
-    not_modified: Arc<AtomicUsize>,
-}
-
-/// Serves `pages`: an `ETag` from the body's hash and a fixed `Last-Modified`, except for
-/// `/plain`, which sends neither (only its content hash tells it unchanged).
-async fn serve(State(site): State<Site>, req: Request) -> Response {
-    let path = req.uri().path().to_string();
-    let Some(body) = site.pages.lock().unwrap().get(&path).cloned() else {
-        return StatusCode::NOT_FOUND.into_response();
-    };
-    let html = [(header::CONTENT_TYPE, "text/html")];
-    if path == "/plain" {
-        return (html, body).into_response();
-    }
-    let etag = format!(
-        "\"{:x}\"",
-        body.len() * 31 + body.bytes().map(usize::from).sum::<usize>()
-    );
-    let asked = req.headers().get(header::IF_NONE_MATCH);
-    if asked.is_some_and(|v| v.as_bytes() == etag.as_bytes()) {
-        site.not_modified.fetch_add(1, Ordering::Relaxed);
-        return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response();
-    }
-    let validators = [
-        (header::ETAG, etag),
-        (
-            header::LAST_MODIFIED,
-            "Wed, 02 Dec 2026 10:00:00 GMT".into(),
-        ),
-    ];
-    (html, validators, body).into_response()
-}
-
-fn page(title: &str, links: &[&str]) -> String {
-    let a: String = links
-        .iter()
-        .map(|l| format!("<a href=\"{l}\">{l}</a>"))
-        .collect();
-    format!("<html><head><title>{title}</title></head><body>{a}</body></html>")
-}
 
 fn first_version() -> BTreeMap<String, String> {
     [
@@ -88,15 +36,6 @@ fn edit(pages: &Pages) {
     p.insert("/b".into(), page("B, again", &["/", "/e"]));
     p.insert("/e".into(), page("E", &["/b"]));
     p.remove("/c");
-}
-
-async fn start(pages: BTreeMap<String, String>) -> (Adhoc, Site) {
-    let site = Site {
-        pages: Arc::new(Mutex::new(pages)),
-        not_modified: Arc::new(AtomicUsize::new(0)),
-    };
-    let app = Router::new().fallback(serve).with_state(site.clone());
-    (Adhoc::start(app).await, site)
 }
 
 fn builder(db: &Path, base: &str) -> trawl::CrawlerBuilder {

@@ -8,6 +8,7 @@ pub mod adhoc;
 pub mod backend;
 pub mod check;
 pub mod db;
+pub mod editable;
 pub mod faults;
 pub mod limited;
 pub mod redis;

@@ -81,6 +81,25 @@ Reports read the file only (a crawl may be running) and create no index.")]
 
 Reads the file only; a crawl may be running.")]
     Status(StatusArgs),
+    /// Show what changed between two generations of a crawl (`trawl crawl --refresh` makes
+    /// them): pages added, removed, changed, links added and removed, links newly broken
+    /// and fixed.
+    #[command(after_help = "Examples:
+  trawl crawl --db site.db --refresh               fetch the site again, conditionally
+  trawl diff --db site.db                          the latest generation against the one before
+  trawl diff --db site.db --from 1 --to 3 --format csv > changes.csv
+  trawl diff --db site.db --change broken-new --format json     links broken since last time
+
+Reads the file only; exits 2 when it keeps one generation.")]
+    Diff(crate::diff::DiffArgs),
+    /// Drop the oldest generations a file keeps and give their space back.
+    #[command(after_help = "Examples:
+  trawl prune --db site.db --keep 2     keep the latest and the one before it
+  trawl prune --db site.db --keep 1     keep only the latest
+
+Refused while a crawl runs in the file, and when it would drop the generation an unfinished
+refresh still needs.")]
+    Prune(crate::prune::PruneArgs),
     /// Print the configuration `trawl crawl` would use with the same arguments, as TOML.
     #[command(
         after_help = "Each layer overrides the one before: the defaults (or the configuration stored in
@@ -400,6 +419,8 @@ impl Source {
 pub struct ExportArgs {
     #[command(flatten)]
     pub source: Source,
+    #[command(flatten)]
+    pub generation: crate::diff::GenerationArg,
     /// Output format.
     #[arg(long, value_parser = ["csv", "jsonl", "graphml", "dot", "sitemap"], default_value = "csv")]
     pub format: String,
@@ -436,6 +457,8 @@ pub struct ExportArgs {
 pub struct StatusArgs {
     #[command(flatten)]
     pub source: Source,
+    #[command(flatten)]
+    pub generation: crate::diff::GenerationArg,
     /// Lines for people, or one JSON object for programs.
     #[arg(long, value_enum, default_value_t = StatusFormat::Text)]
     pub format: StatusFormat,
@@ -486,6 +509,8 @@ pub struct ManArgs {
 pub struct ReportArgs {
     #[command(flatten)]
     pub source: Source,
+    #[command(flatten)]
+    pub generation: crate::diff::GenerationArg,
     /// broken: links to fix, by class, with the page, line and column of each; redirects: redirect
     /// chains; depth: pages per depth, recorded and shortest; top: most-linked pages and
     /// PageRank; orphans: URLs only a sitemap links to; summary: counts and timing.

@@ -57,6 +57,9 @@ pub(crate) fn run_export(args: &ExportArgs) -> anyhow::Result<()> {
     export::check(format, what, &filter)?;
     let readable = readable_blocking(&args.source)?;
     let store = SqliteStore::open(&readable.path, OpenMode::Read)?;
+    if let Some(n) = args.generation.generation {
+        store.read_generation(n)?;
+    }
     let max = args.sitemap_max_urls;
     match (&args.out, format) {
         (Some(path), Format::Sitemap) => {

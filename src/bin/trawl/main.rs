@@ -4,10 +4,12 @@
 mod cli;
 mod config;
 mod crawl;
+mod diff;
 mod docs;
 mod exit;
 mod export;
 mod progress;
+mod prune;
 mod report;
 mod source;
 mod status;
@@ -34,6 +36,8 @@ fn main() -> ExitCode {
         Command::Export(args) => export::export(args),
         Command::Report(args) => report::report(args),
         Command::Status(args) => status::status(args),
+        Command::Diff(args) => diff::diff(args),
+        Command::Prune(args) => prune::prune(args),
         Command::Config(args) => config::config(*args),
         Command::Completions(args) => docs::completions(args),
         Command::Man(args) => docs::man(args),

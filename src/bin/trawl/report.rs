@@ -27,6 +27,9 @@ pub(crate) fn run_report(args: &ReportArgs) -> anyhow::Result<()> {
     };
     let readable = readable_blocking(&args.source)?;
     let store = SqliteStore::open(&readable.path, OpenMode::Read)?;
+    if let Some(n) = args.generation.generation {
+        store.read_generation(n)?;
+    }
     let mut w = std::io::BufWriter::new(std::io::stdout().lock());
     report::run(&store, kind, &options, &mut w)?;
     w.flush().map_err(report::ReportError::from)?;

@@ -12,6 +12,13 @@ pub(crate) fn status(args: StatusArgs) -> ExitCode {
         return fail(BAD_INPUT, e);
     }
     if let (Some(store), Some(id)) = (&args.source.store, &args.source.crawl_id) {
+        if args.generation.generation.is_some() {
+            return fail(
+                BAD_INPUT,
+                "--generation reads a SQLite file's generations; give --db FILE (a Redis \
+                 crawl's status is its current run)",
+            );
+        }
         return redis_status(store, id, args.format);
     }
     let Some(db) = &args.source.db else {
@@ -20,7 +27,7 @@ pub(crate) fn status(args: StatusArgs) -> ExitCode {
             "give --db FILE, or --store URL with --crawl-id NAME",
         );
     };
-    let s = match trawl::status::read(db) {
+    let s = match trawl::status::read_generation(db, args.generation.generation) {
         Ok(s) => s,
         Err(e) => {
             let usage = e.is_usage();

@@ -31,6 +31,13 @@ pub fn text(s: &Status, out: &mut dyn Write) -> std::io::Result<()> {
     if !s.seeds.is_empty() {
         writeln!(out, "  seeds:    {}", s.seeds.join(" "))?;
     }
+    if let (Some(g), true) = (
+        s.generation,
+        s.generations.len() > 1 || s.generation > Some(1),
+    ) {
+        let kept: Vec<String> = s.generations.iter().map(i64::to_string).collect();
+        writeln!(out, "  generation: {g} (kept: {})", kept.join(", "))?;
+    }
     if let Some(t) = s.started_at {
         writeln!(out, "  started:  {}", when(t, s.now))?;
     }
