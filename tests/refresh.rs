@@ -81,6 +81,20 @@ fn edges(db: &Path, base: &str, table: &str, generation: &str) -> BTreeMap<Strin
     rows(db, &sql).into_iter().collect()
 }
 
+/// The new generation's links in `db` are a fresh crawl's of the edited site at `base`,
+/// and the previous generation's are `first_edges`, kept as they were.
+async fn links_are_a_fresh_crawls(
+    db: &Path,
+    dir: &Path,
+    base: &str,
+    first_edges: &BTreeMap<String, i64>,
+) {
+    let fresh = dir.join("fresh.db");
+    crawl(builder(&fresh, base)).await;
+    assert_eq!(edges(db, base, "", ""), edges(&fresh, base, "", ""));
+    assert_eq!(&edges(db, base, "gen_", "1"), first_edges);
+}
+
 async fn refresh_asks_conditionally_and_keeps_the_previous_generation(store: Backend) {
     let (server, site) = start(first_version()).await;
     let dir = tempfile::tempdir().unwrap();
@@ -132,15 +146,7 @@ async fn refresh_asks_conditionally_and_keeps_the_previous_generation(store: Bac
     .map(|(k, v)| (k.to_string(), v.to_string()));
     assert_eq!(got, expect, "status, how unchanged, title");
 
-    // The new generation's links are a fresh crawl's of the edited site.
-    let fresh = dir.path().join("fresh.db");
-    crawl(builder(&fresh, &server.base)).await;
-    assert_eq!(
-        edges(&db, &server.base, "", ""),
-        edges(&fresh, &server.base, "", "")
-    );
-    // The previous generation is kept as it was.
-    assert_eq!(edges(&db, &server.base, "gen_", "1"), first_edges);
+    links_are_a_fresh_crawls(&db, dir.path(), &server.base, &first_edges).await;
     let generations: Vec<(String, i64)> = rows(
         &db,
         "SELECT 'now', generation FROM crawl
@@ -268,6 +274,30 @@ async fn refresh_writes_revisits_for_what_did_not_change(store: Backend) {
             r("revisit", "/plain", "identical-payload-digest", true),
         ]
     );
+}
+
+/// A file whose pages were written before their rows recorded where their edges are
+/// (schema 7: `outlinks` NULL) still carries a 304's links over, found by `src`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_written_before_edge_ranges_carry_their_links_too() {
+    let (server, site) = start(first_version()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("site.db");
+    crawl(builder(&db, &server.base)).await;
+    let first_edges = edges(&db, &server.base, "", "");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute("UPDATE urls SET edges_from = NULL, outlinks = NULL", [])
+        .unwrap();
+    drop(conn);
+    edit(&site.pages);
+    let summary = crawl(builder(&db, &server.base).refresh(true)).await;
+    assert_eq!(summary.run.not_modified, 3);
+    links_are_a_fresh_crawls(&db, dir.path(), &server.base, &first_edges).await;
+    let indexed: Vec<(String, i64)> = rows(
+        &db,
+        "SELECT 'by src', count(*) FROM sqlite_master WHERE name = 'gen_edges_1_by_src'",
+    );
+    assert_eq!(indexed, [("by src".to_string(), 1)], "indexed for them");
 }
 
 both_stores!(

@@ -136,8 +136,11 @@ pub fn names_of(table: &str) -> String {
 /// when it was found along a shorter path since), then the result's columns.
 pub static UPDATE_PAGE: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "UPDATE urls SET state = ?2, depth = min(depth, ?3), {} WHERE id = ?1",
-        assignments(4)
+        "UPDATE urls SET state = ?2, depth = min(depth, ?3), {}, edges_from = ?{}, \
+         outlinks = ?{} WHERE id = ?1",
+        assignments(4),
+        4 + COLUMNS.len(),
+        5 + COLUMNS.len()
     )
 });
 

@@ -4,9 +4,11 @@
 //! the file starts the next one from every page it knows, asked again with the archived
 //! validators (`refresh`). URL rows keep their ids across the step, so an archived edge
 //! still names the same URLs in the new generation: a 304 page's links are carried over
-//! by copying its archived edges, without parsing it again.
+//! by copying its archived edges, without parsing it again. A page's row records where
+//! its edges are (`edges_from`, `outlinks`: a rowid range, see
+//! `migrations/0008_edge_ranges.sql`), so the archive needs no index to find them.
 
-use rusqlite::{params, Transaction};
+use rusqlite::{params, OptionalExtension, Transaction};
 
 use super::columns;
 use super::error::StoreError;
@@ -15,7 +17,8 @@ use crate::refresh::Validators;
 use crate::store::now_ms;
 
 /// The columns of `urls` that are not a page's result ([`columns::COLUMNS`]).
-const URL_OWN_COLUMNS: &str = "id, key, url, host_id, depth, state, skip_reason, referrer";
+const URL_OWN_COLUMNS: &str =
+    "id, key, url, host_id, depth, state, skip_reason, referrer, edges_from, outlinks";
 
 /// The columns of `edges`, as the writer inserts them.
 pub(super) const EDGE_COLUMNS: &str = "src, dst, kind, nofollow, anchor, fragment, line, col";
@@ -89,7 +92,8 @@ impl SqliteStore {
                 [generation],
             )?;
             let mut st = tx.prepare(&format!(
-                "UPDATE urls SET state = 0, {} WHERE state IN (1, 2) AND skip_reason IS NULL",
+                "UPDATE urls SET state = 0, edges_from = NULL, outlinks = NULL, {}
+                 WHERE state IN (1, 2) AND skip_reason IS NULL",
                 columns::assignments(1)
             ))?;
             columns::bind(&mut st, 1, None)?;
@@ -113,26 +117,29 @@ impl SqliteStore {
 }
 
 /// Keep generation `generation`'s edges: the `edges` table renamed `gen_edges_N` (no
-/// row copied: a docs site's 2.3 M edges took 1.6 s to copy, 0.6 s to index), indexed by
-/// `src` for [`carry`], and a new empty `edges` made from the old one's own `CREATE`
-/// statement (so every column a migration added is there).
+/// row copied: a docs site's 2.3 M edges took 1.6 s to copy), and a new empty `edges`
+/// made from the old one's own `CREATE` statement (so every column a migration added is
+/// there). [`carry_edges`] finds a page's edges by the rowid range its row records; pages
+/// written before ranges were recorded (schema 7) are found by `src`, through an index
+/// built here only for them.
 fn archive_edges(tx: &Transaction<'_>, generation: i64) -> rusqlite::Result<()> {
     let create: String = tx.query_row(
         "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'edges'",
         [],
         |r| r.get(0),
     )?;
+    let unranged: bool = tx.query_row(
+        "SELECT EXISTS (SELECT 1 FROM urls WHERE state IN (1, 2) AND outlinks IS NULL)",
+        [],
+        |r| r.get(0),
+    )?;
     // Dropped first: renaming a table rewrites the views that name it.
     tx.execute_batch("DROP VIEW IF EXISTS gen_edges")?;
     let kept = format!("gen_edges_{generation}");
-    // The index's sort on two sorter threads: 0.64 s -> 0.53 s for those 2.3 M edges.
-    tx.execute_batch(&format!(
-        "ALTER TABLE edges RENAME TO {kept};
-         {create};
-         PRAGMA threads = 2;
-         CREATE INDEX {kept}_by_src ON {kept}(src);
-         PRAGMA threads = 0;"
-    ))?;
+    tx.execute_batch(&format!("ALTER TABLE edges RENAME TO {kept}; {create};"))?;
+    if unranged {
+        tx.execute_batch(&format!("CREATE INDEX {kept}_by_src ON {kept}(src)"))?;
+    }
     rebuild_edges_view(tx)
 }
 
@@ -166,19 +173,49 @@ pub fn rebuild_edges_view(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
     ))
 }
 
-/// A page answered 304 to the previous generation's validators: its row takes the
-/// previous generation's record (its fetch time and attempts stay this one's) and its
-/// edges are the previous generation's. Run by the writer after the page's own update.
-pub(super) fn carry(tx: &Transaction<'_>, id: i64) -> rusqlite::Result<()> {
+/// A page answered 304 to the previous generation's validators: its edges are the
+/// previous generation's, copied into `edges` before its row is written; the rowid of the
+/// first copy and how many. Found by the range the previous row recorded, else (a row
+/// from before ranges were recorded) by `src`.
+pub(super) fn carry_edges(tx: &Transaction<'_>, id: i64) -> rusqlite::Result<(Option<i64>, i64)> {
+    let previous: i64 = tx
+        .prepare_cached(&format!("SELECT {PREVIOUS}"))?
+        .query_row([], |r| r.get(0))?;
+    let range: Option<(Option<i64>, Option<i64>)> = tx
+        .prepare_cached(
+            "SELECT edges_from, outlinks FROM gen_urls WHERE generation = ?1 AND id = ?2",
+        )?
+        .query_row([previous, id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    let copied = match range {
+        Some((_, Some(0))) => 0,
+        Some((Some(from), Some(n))) => tx
+            .prepare_cached(&format!(
+                "INSERT INTO edges ({EDGE_COLUMNS}) SELECT {EDGE_COLUMNS} FROM gen_edges_{previous}
+                 WHERE rowid >= ?1 AND rowid < ?1 + ?2 AND src = ?3 ORDER BY rowid"
+            ))?
+            .execute([from, n, id])?,
+        _ => tx
+            .prepare_cached(&format!(
+                "INSERT INTO edges ({EDGE_COLUMNS}) SELECT {EDGE_COLUMNS} FROM gen_edges_{previous}
+                 WHERE src = ?1 ORDER BY rowid"
+            ))?
+            .execute([id])?,
+    };
+    let n = copied as i64;
+    Ok(match n {
+        0 => (None, 0),
+        _ => (Some(tx.last_insert_rowid() - n + 1), n),
+    })
+}
+
+/// A 304 page's row takes the previous generation's record (its fetch time and attempts
+/// stay this one's). Run by the writer after the page's own update.
+pub(super) fn carry_record(tx: &Transaction<'_>, id: i64) -> rusqlite::Result<()> {
     tx.prepare_cached(&format!(
         "UPDATE urls SET ({CARRIED}) = (SELECT {CARRIED} FROM gen_urls
              WHERE generation = {PREVIOUS} AND id = ?1)
          WHERE id = ?1"
-    ))?
-    .execute([id])?;
-    tx.prepare_cached(&format!(
-        "INSERT INTO edges ({EDGE_COLUMNS}) SELECT {EDGE_COLUMNS} FROM gen_edges
-         WHERE generation = {PREVIOUS} AND src = ?1"
     ))?
     .execute([id])?;
     Ok(())

@@ -30,6 +30,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0005_collected.sql"),
     include_str!("../../../migrations/0006_link_check.sql"),
     include_str!("../../../migrations/0007_generations.sql"),
+    include_str!("../../../migrations/0008_edge_ranges.sql"),
 ];
 
 /// How a store is opened.

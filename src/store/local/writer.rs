@@ -319,15 +319,32 @@ pub(crate) fn write_page(tx: &Transaction<'_>, page: &PageRecord) -> rusqlite::R
     } else {
         UrlState::Done
     };
+    let carried = rec.unchanged == Some(Unchanged::NotModified);
+    // The edges first, so the page's row records where they are (their rowids are
+    // consecutive: one writer, rows appended in one go).
+    let (edges_from, outlinks) = match carried {
+        true => generations::carry_edges(tx, page.id as i64)?,
+        false => insert_edges(tx, page)?,
+    };
     let mut st = tx.prepare_cached(&columns::UPDATE_PAGE)?;
     st.raw_bind_parameter(1, page.id as i64)?;
     st.raw_bind_parameter(2, state as i64)?;
     st.raw_bind_parameter(3, rec.depth)?;
     columns::bind(&mut st, 4, Some(rec))?;
+    st.raw_bind_parameter(4 + columns::COLUMNS.len(), edges_from)?;
+    st.raw_bind_parameter(5 + columns::COLUMNS.len(), outlinks)?;
     let changed = st.raw_execute()?;
     debug_assert_eq!(changed, 1, "page {} has no row", page.id);
-    if rec.unchanged == Some(Unchanged::NotModified) {
-        return generations::carry(tx, page.id as i64);
+    match carried {
+        true => generations::carry_record(tx, page.id as i64),
+        false => Ok(()),
+    }
+}
+
+/// Insert a page's edges; the rowid of the first and how many.
+fn insert_edges(tx: &Transaction<'_>, page: &PageRecord) -> rusqlite::Result<(Option<i64>, i64)> {
+    if page.edges.is_empty() {
+        return Ok((None, 0));
     }
     // `src` is the page for every row: bound once per statement as ?1.
     insert_rows(
@@ -346,7 +363,9 @@ pub(crate) fn write_page(tx: &Transaction<'_>, page: &PageRecord) -> rusqlite::R
             st.raw_bind_parameter(i + 5, s.at.map(|p| p.line))?;
             st.raw_bind_parameter(i + 6, s.at.map(|p| p.col))
         },
-    )
+    )?;
+    let n = page.edges.len() as i64;
+    Ok((Some(tx.last_insert_rowid() - n + 1), n))
 }
 
 /// Rows per INSERT statement, largest first. Running one statement costs far more than
