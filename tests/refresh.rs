@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use support::backend::{both_stores, Backend};
 use support::editable::{page, start, Pages};
-use support::run::crawl;
+use support::run::{crawl, trawl_child_with};
 use trawl::Outcome;
 
 fn first_version() -> BTreeMap<String, String> {
@@ -210,6 +210,110 @@ async fn an_interrupted_refresh_resumes_to_the_same_generation(store: Backend) {
     );
 }
 
+/// A site of `n` pages in a chain, each also linked from the home page.
+fn chain(n: usize) -> BTreeMap<String, String> {
+    let paths: Vec<String> = (0..n).map(|i| format!("/p{i}")).collect();
+    let home: Vec<&str> = paths.iter().map(String::as_str).collect();
+    let mut pages = BTreeMap::from([("/".to_string(), page("Home", &home))]);
+    for (i, path) in paths.iter().enumerate() {
+        let next = format!("/p{}", (i + 1) % n);
+        pages.insert(path.clone(), page(&format!("P{i}"), &[&next, "/"]));
+    }
+    pages
+}
+
+/// The chain edited: every seventh page changes, two go, one new page is linked.
+fn edit_chain(pages: &Pages) {
+    let mut p = pages.lock().unwrap();
+    for i in (0..60).step_by(7) {
+        p.insert(
+            format!("/p{i}"),
+            page(&format!("P{i}, again"), &["/", "/new"]),
+        );
+    }
+    p.insert("/new".into(), page("New", &["/p1"]));
+    p.remove("/p30");
+    p.remove("/p31");
+}
+
+/// What a crawl file holds of its last generation, `base` cut: each URL's state, status,
+/// title and unchanged mark, and its edges.
+fn last_generation(db: &Path, base: &str) -> (Vec<(String, String)>, BTreeMap<String, i64>) {
+    let states = rows(
+        db,
+        &format!(
+            "SELECT substr(key, {}), state || ' ' || coalesce(status, '-') || ' '
+                 || coalesce(title, '-') || ' ' || coalesce(unchanged, '-')
+             FROM urls ORDER BY key",
+            base.len() + 1
+        ),
+    );
+    (states, edges(db, base, "", ""))
+}
+
+/// The real binary killed with SIGKILL three times during a refresh, then resumed with a
+/// plain `trawl crawl`: the generation it ends with is an uninterrupted refresh's.
+async fn a_refresh_killed_mid_way_resumes_to_the_same_generation(store: Backend) {
+    let (server, site) = start(chain(60)).await;
+    store.crawl(first(&store, "s", &server.base)).await;
+    edit_chain(&site.pages);
+    // One page at a time, 15 ms apart: about a second for the whole refresh.
+    let refresh = |extra: &[&str]| {
+        let mut args = store.again_args("s", 2);
+        args.extend(
+            ["--delay", "15ms"]
+                .iter()
+                .chain(extra)
+                .map(|a| a.to_string()),
+        );
+        trawl_child_with(&server.base, &args, 1)
+    };
+    let mut child = refresh(&["--refresh"]);
+    // Each run is killed once it has been answered 8 more 304s: mid-way, whatever the
+    // machine's speed.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    for kill in 1..=3 {
+        while site.not_modified.load(Ordering::Relaxed) < kill * 8 {
+            assert!(std::time::Instant::now() < deadline, "no progress");
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "killed before its end");
+        child.start_kill().unwrap();
+        assert!(!child.wait().await.unwrap().success());
+        // Resumed without --refresh: the unfinished refresh goes on.
+        child = refresh(&[]);
+    }
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the resumed refresh ends")
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let (server2, site2) = start(chain(60)).await;
+    store.crawl(first(&store, "t", &server2.base)).await;
+    edit_chain(&site2.pages);
+    store.crawl(store.again("t", 2).refresh(true)).await;
+    let (db, db2) = (store.results_file("s"), store.results_file("t"));
+    let killed = last_generation(&db, &server.base);
+    assert_eq!(killed, last_generation(&db2, &server2.base));
+    let states = killed.0;
+    assert!(
+        states.iter().any(|(k, v)| k == "/p30" && v.contains("404")),
+        "a deleted page is recorded gone: {states:?}"
+    );
+    let generations: Vec<(String, i64)> = rows(&db, "SELECT 'g', generation FROM crawl");
+    assert_eq!(generations, [("g".to_string(), 2)], "one refresh, resumed");
+    let kept: Vec<(String, i64)> = rows(
+        &db,
+        "SELECT 'kept', count(*) FROM gen_urls WHERE generation = 1",
+    );
+    assert_eq!(kept, [("kept".to_string(), 61)], "generation 1 kept whole");
+}
+
 /// Each record of a WARC file as warcio reads it (digests checked): type, target path,
 /// profile, refers-to date.
 const READ_WARC: &str = r#"
@@ -303,5 +407,6 @@ async fn pages_written_before_edge_ranges_carry_their_links_too() {
 both_stores!(
     refresh_asks_conditionally_and_keeps_the_previous_generation,
     an_interrupted_refresh_resumes_to_the_same_generation,
+    a_refresh_killed_mid_way_resumes_to_the_same_generation,
     refresh_writes_revisits_for_what_did_not_change
 );

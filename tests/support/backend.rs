@@ -147,6 +147,23 @@ impl Backend {
         }
     }
 
+    /// The flags `trawl crawl` names run `run` of the crawl `name` with, as
+    /// [`Backend::again`] builds it: the same file, or a new crawl id collecting into the
+    /// first crawl's results file.
+    pub fn again_args(&self, name: &str, run: usize) -> Vec<String> {
+        match &self.redis {
+            None => self.args(name),
+            Some(r) => vec![
+                "--store".into(),
+                r.url(),
+                "--crawl-id".into(),
+                format!("{name}.{run}"),
+                "--db".into(),
+                self.results(name).display().to_string(),
+            ],
+        }
+    }
+
     /// The crawl `name` as a SQLite file to read: the file itself, or a fresh copy of the
     /// Redis crawl (what `trawl export --to` writes).
     pub async fn db(&self, name: &str) -> PathBuf {
