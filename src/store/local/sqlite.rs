@@ -31,6 +31,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0006_link_check.sql"),
     include_str!("../../../migrations/0007_generations.sql"),
     include_str!("../../../migrations/0008_edge_ranges.sql"),
+    include_str!("../../../migrations/0009_gen_urls_rowid.sql"),
 ];
 
 /// How a store is opened.
