@@ -559,3 +559,49 @@ pub(super) fn classify(path: &str, e: rusqlite::Error) -> StoreError {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file at schema 8 with a kept generation comes out of the upgrade to 9 with
+    /// every row, found by its unique (generation, id) index.
+    #[test]
+    fn schema_9_keeps_the_kept_generations() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        let conn = Connection::open(&path).unwrap();
+        for sql in &MIGRATIONS[..8] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.execute_batch(&format!(
+            "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = 8;
+             INSERT INTO gen_urls (generation, id, key, host_id, depth, state, status, ids,
+                                   edges_from, outlinks)
+             VALUES (1, 7, 'http://a/', 1, 0, 1, 200, 'top x', 1, 3),
+                    (2, 7, 'http://a/', 1, 0, 1, 304, 'top x', 4, 3);"
+        ))
+        .unwrap();
+        drop(conn);
+        let store = SqliteStore::open(&path, OpenMode::Crawl).unwrap();
+        assert_eq!(store.user_version().unwrap(), MIGRATIONS.len() as i64);
+        let rows: Vec<(i64, i64, String, i64)> = store
+            .conn()
+            .prepare("SELECT generation, status, ids, edges_from FROM gen_urls WHERE id = 7")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            rows,
+            [(1, 200, "top x".into(), 1), (2, 304, "top x".into(), 4)]
+        );
+        let duplicate = store.conn().execute(
+            "INSERT INTO gen_urls (generation, id, key, host_id, depth, state)
+             VALUES (1, 7, 'http://a/', 1, 0, 1)",
+            [],
+        );
+        assert!(duplicate.is_err(), "(generation, id) stays unique");
+    }
+}
