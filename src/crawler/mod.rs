@@ -136,6 +136,8 @@ impl Crawler {
         if self.finished {
             return self.already_finished().await;
         }
+        // Serves until the run ends (the sender drops).
+        let _ui = self.serve_ui().await?;
         let rules = Arc::new(Rules::new(self.scope, &self.config, self.filter));
         let barrier = self.warc.as_ref().map(Warc::barrier);
         let run = Run {
@@ -168,6 +170,31 @@ impl Crawler {
                 engine::run(Arc::new(store), run, shutdown).await
             }
         }
+    }
+
+    /// Serve the crawl's page when `ui` is set: the live figures, and the reports of the
+    /// file (a Redis crawl's: the file this process collects into, if any).
+    async fn serve_ui(&self) -> Result<Option<tokio::sync::oneshot::Sender<()>>, Error> {
+        if self.config.ui.is_empty() {
+            return Ok(None);
+        }
+        let db = match &self.backend {
+            Backend::Local(store) => Some(store.path().to_owned()),
+            #[cfg(feature = "redis")]
+            Backend::Redis { collect, .. } => collect.clone(),
+        };
+        let sources = crate::ui::Sources {
+            db,
+            progress: Some(self.progress.clone()),
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let token = Some(self.config.ui_token.clone());
+        let addr = crate::ui::serve(&self.config.ui, token, sources, async {
+            let _ = stopped.await;
+        })
+        .await?;
+        tracing::info!(%addr, "serving the crawl's page");
+        Ok(Some(stop))
     }
 
     async fn already_finished(self) -> Result<Summary, Error> {
