@@ -63,7 +63,7 @@ pub(super) fn hosts(store: &SqliteStore) -> rusqlite::Result<Value> {
         "SELECT h.name, h.paused_until, g.n, g.done, g.failed, g.queued, g.errors FROM (
              SELECT host_id, count(*) AS n, sum(state = {done}) AS done,
                     sum(state = {failed}) AS failed, sum(state = {queued}) AS queued,
-                    sum(state = {failed} OR status >= 400) AS errors
+                    sum(state = {failed} OR coalesce(status, 0) >= 400) AS errors
              FROM urls GROUP BY host_id) g
          JOIN hosts h ON h.id = g.host_id ORDER BY g.n DESC, h.name LIMIT ?1"
     ))?;
