@@ -74,8 +74,11 @@ pub(super) fn read(
     }))
 }
 
-/// A URL row as JSON, with its id and its rowid range of edges.
-fn url_row(r: &Row<'_>) -> rusqlite::Result<(i64, Option<(i64, i64)>, Value)> {
+/// A URL's id, its rowid range of edges (first rowid, count) when recorded, and its row as
+/// JSON.
+type Found = (i64, Option<(i64, i64)>, Value);
+
+fn url_row(r: &Row<'_>) -> rusqlite::Result<Found> {
     let id: i64 = r.get(0)?;
     let state = UrlState::from_code(r.get(2)?).map_or("unknown", UrlState::as_str);
     let range = match (r.get::<_, Option<i64>>(12)?, r.get::<_, Option<i64>>(13)?) {
