@@ -28,6 +28,9 @@ pub enum Error {
     /// The metrics endpoint could not start.
     #[error(transparent)]
     Metrics(#[from] crate::metrics::MetricsError),
+    /// The crawl's page (`ui`) cannot be served.
+    #[error(transparent)]
+    Ui(#[from] crate::ui::UiError),
     /// The Redis crawl cannot go on.
     #[cfg(feature = "redis")]
     #[error(transparent)]
@@ -55,7 +58,7 @@ impl Error {
             Error::Store(e) => e.is_usage(),
             // Writing failed mid-crawl; every other WARC error is about the path given.
             Error::Warc(e) => !matches!(e, WarcError::Write { .. }),
-            Error::Fetch(_) | Error::Metrics(_) => true,
+            Error::Fetch(_) | Error::Metrics(_) | Error::Ui(_) => true,
             #[cfg(feature = "redis")]
             Error::Distributed(e) => e.is_usage(),
             Error::Internal(_) => false,

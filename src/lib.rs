@@ -54,6 +54,8 @@
 //!   `report` and `status`, written once for both stores since it reads only the file.
 //! - [`export`], [`report`], [`status`]: reading a crawl's file (the link graph and pages
 //!   out, the reports people crawl for, where a crawl stands).
+//! - [`ui`]: the crawl's web page (`trawl serve`, `trawl crawl --ui`): the live figures
+//!   and the reports in a browser, and the JSON endpoints behind them; read-only.
 //! - `failpoint`: crash points for tests (`TRAWL_FAILPOINT`).
 //!
 //! The `trawl` binary (`src/bin/trawl/`, the `cli` feature) is apart from the library: one
@@ -70,6 +72,7 @@ pub mod export;
 pub mod report;
 pub mod status;
 pub mod store;
+pub mod ui;
 
 // Internals, reached from outside only through the re-exports below (and, for benches and
 // fuzz targets, `internals`).

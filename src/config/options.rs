@@ -178,6 +178,15 @@ macro_rules! crawl_options {
             /// empty for none.
             metrics_addr: String = String::new(),
                 cli: Flag::text("ADDR");
+            /// Serve the crawl's web page (live figures, then its reports) on this address while
+            /// crawling, e.g. `127.0.0.1:9899`; empty for none. An address other than loopback
+            /// needs `ui-token`.
+            ui: String = String::new(),
+                cli: Flag::text("ADDR");
+            /// The token every request to the `ui` page must carry (`Authorization: Bearer
+            /// TOKEN` or `?token=TOKEN`); empty for none. Never stored with the crawl.
+            ui_token: String = String::new(),
+                cli: Flag::text("TOKEN");
             /// PEM files of extra certificate authorities to trust (an internal CA), besides the
             /// built-in web roots.
             ca_certs: Vec<PathBuf> = Vec::new(),

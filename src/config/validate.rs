@@ -84,6 +84,7 @@ impl CrawlConfig {
                 expected: "an address and port such as \"127.0.0.1:9898\", or \"\" for none",
             });
         }
+        self.check_ui()?;
         for h in &self.headers {
             if parse_header(h).is_none() {
                 return Err(ConfigError::OutOfRange {
@@ -100,6 +101,31 @@ impl CrawlConfig {
                 key: "user-agent",
                 value: format!("{:?}", self.user_agent),
                 expected: "a non-empty header value of visible ASCII",
+            });
+        }
+        Ok(())
+    }
+
+    /// `ui` is an address, and one other than loopback only with a token: the page shows
+    /// the whole crawl to anyone who reaches it.
+    fn check_ui(&self) -> Result<(), ConfigError> {
+        if self.ui.is_empty() {
+            return Ok(());
+        }
+        let Ok(addr) = self.ui.parse::<std::net::SocketAddr>() else {
+            return Err(ConfigError::OutOfRange {
+                key: "ui",
+                value: format!("{:?}", self.ui),
+                expected: "an address and port such as \"127.0.0.1:9899\", or \"\" for none",
+            });
+        };
+        if !addr.ip().is_loopback() && self.ui_token.is_empty() {
+            return Err(ConfigError::OutOfRange {
+                key: "ui",
+                value: format!("{:?}", self.ui),
+                expected:
+                    "a loopback address unless a token is set: to serve on another \
+                           address pass --ui-token TOKEN (ui-token), which every request must carry",
             });
         }
         Ok(())

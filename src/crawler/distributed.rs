@@ -79,6 +79,8 @@ impl CrawlerBuilder {
         }
         settled.config.warc = given.config.warc.clone();
         settled.config.metrics_addr = given.config.metrics_addr.clone();
+        settled.config.ui = given.config.ui.clone();
+        settled.config.ui_token = given.config.ui_token.clone();
         if settled.added && !created {
             let seeds: Vec<String> = settled.seeds.iter().map(|u| u.to_string()).collect();
             redis_store::add_seeds(&redis, &keys, &seeds).await?;
@@ -130,10 +132,13 @@ async fn join(
         }
         .into());
     }
-    // What every process shares: not this process's own WARC file and metrics address.
+    // What every process shares: not this process's own WARC file, metrics address and
+    // page (nor its token, a secret).
     let config = CrawlConfig {
         warc: None,
         metrics_addr: String::new(),
+        ui: String::new(),
+        ui_token: String::new(),
         ..base.config
     };
     let stored = StoredCrawl {

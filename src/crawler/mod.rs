@@ -136,6 +136,9 @@ impl Crawler {
         if self.finished {
             return self.already_finished().await;
         }
+        // Serves until the run ends (the sender drops).
+        let ui = self.ui_sources();
+        let _ui = serve_ui(&self.config, ui).await?;
         let rules = Arc::new(Rules::new(self.scope, &self.config, self.filter));
         let barrier = self.warc.as_ref().map(Warc::barrier);
         let run = Run {
@@ -170,6 +173,24 @@ impl Crawler {
         }
     }
 
+    /// What the crawl's page serves when `ui` is set: the live figures, and the reports
+    /// of the file (a Redis crawl's: the file this process collects into, if any). Read
+    /// before any await: the store is not `Sync`, so the run must not hold `&self` across one.
+    fn ui_sources(&self) -> Option<crate::ui::Sources> {
+        if self.config.ui.is_empty() {
+            return None;
+        }
+        let db = match &self.backend {
+            Backend::Local(store) => Some(store.path().to_owned()),
+            #[cfg(feature = "redis")]
+            Backend::Redis { collect, .. } => collect.clone(),
+        };
+        Some(crate::ui::Sources {
+            db,
+            progress: Some(self.progress.clone()),
+        })
+    }
+
     async fn already_finished(self) -> Result<Summary, Error> {
         // A finished Redis crawl may still have results in Redis (its collector stopped
         // before the end): a process given the file collects them.
@@ -200,4 +221,23 @@ impl Crawler {
             visited: Default::default(),
         })
     }
+}
+
+/// Serve the crawl's page on `config.ui` when there are `sources`; it stops when the
+/// returned sender drops.
+async fn serve_ui(
+    config: &CrawlConfig,
+    sources: Option<crate::ui::Sources>,
+) -> Result<Option<tokio::sync::oneshot::Sender<()>>, Error> {
+    let Some(sources) = sources else {
+        return Ok(None);
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let token = Some(config.ui_token.clone());
+    let addr = crate::ui::serve(&config.ui, token, sources, async {
+        let _ = stopped.await;
+    })
+    .await?;
+    tracing::info!(%addr, "serving the crawl's page");
+    Ok(Some(stop))
 }

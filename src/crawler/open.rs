@@ -148,7 +148,12 @@ impl CrawlerBuilder {
         };
         if !finished {
             let seeds: Vec<String> = settled.seeds.iter().map(|u| u.to_string()).collect();
-            store.write_crawl(&seeds, &settled.config.to_toml())?;
+            // The token is a secret: whoever reads the file must not learn it from there.
+            let stored = CrawlConfig {
+                ui_token: String::new(),
+                ..settled.config.clone()
+            };
+            store.write_crawl(&seeds, &stored.to_toml())?;
         }
         let admit = settled.seeds.clone();
         self.crawler(

@@ -6,6 +6,7 @@
 
 pub mod adhoc;
 pub mod backend;
+pub mod browser;
 pub mod check;
 pub mod db;
 pub mod editable;

@@ -92,6 +92,15 @@ Reads the file only; a crawl may be running.")]
 
 Reads the file only; exits 2 when it keeps one generation.")]
     Diff(crate::diff::DiffArgs),
+    /// Serve a crawl's web page: its summary, broken links, redirects, depths, top pages,
+    /// orphans and a view of each URL, with the JSON behind them for scripts.
+    #[command(after_help = "Examples:
+  trawl serve --db site.db                                  http://127.0.0.1:9899/
+  trawl serve --db site.db --addr 0.0.0.0:8080 --ui-token \"$(openssl rand -hex 16)\"
+  curl -s 'http://127.0.0.1:9899/api/broken?q=/docs/&limit=20' | jq .
+
+Reads the file only (a crawl may be running); Ctrl-C stops it.")]
+    Serve(crate::serve::ServeArgs),
     /// Drop the oldest generations a file keeps and give their space back.
     #[command(after_help = "Examples:
   trawl prune --db site.db --keep 2     keep the latest and the one before it

@@ -83,6 +83,9 @@ pub(crate) fn crawl(args: CrawlArgs) -> ExitCode {
             }
             None => {}
         }
+        if !crawler.config().ui.is_empty() {
+            eprintln!("trawl: the crawl's page: http://{}/", crawler.config().ui);
+        }
         let progress = crawler.progress();
         watched(&args, show_progress, progress, crawler.run(shutdown_signal())).await
     })

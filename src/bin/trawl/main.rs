@@ -11,6 +11,7 @@ mod export;
 mod progress;
 mod prune;
 mod report;
+mod serve;
 mod source;
 mod status;
 mod status_view;
@@ -38,6 +39,7 @@ fn main() -> ExitCode {
         Command::Status(args) => status::status(args),
         Command::Diff(args) => diff::diff(args),
         Command::Prune(args) => prune::prune(args),
+        Command::Serve(args) => serve::serve(args),
         Command::Config(args) => config::config(*args),
         Command::Completions(args) => docs::completions(args),
         Command::Man(args) => docs::man(args),

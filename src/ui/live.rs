@@ -1,0 +1,113 @@
+//! The running crawl's figures for the live section: a [`Progress`] snapshot (the same
+//! counters as the progress line and the metrics endpoint, the same for a SQLite and a
+//! Redis crawl), read when the page asks and never otherwise.
+//!
+//! The hosts table and the last pages and errors come from the crawl's file instead (the
+//! collected file of a Redis crawl): each is one scan of `urls`, so the page asks for them
+//! less often than for the snapshot. What the engine holds only in memory per host (in
+//! flight, the delay, robots.txt's state) is not in the snapshot, and not shown.
+
+use serde_json::{json, Value};
+
+use crate::live::{Progress, ProgressSnapshot};
+use crate::store::{now_ms, SqliteStore, UrlState};
+
+/// Rows of the hosts table and of the last pages and errors.
+const HOSTS: i64 = 50;
+const RECENT: i64 = 10;
+
+/// `/api/live`: the snapshot, or `{"running": false}` when no crawl runs in this process.
+pub(super) fn snapshot(progress: Option<&Progress>) -> Value {
+    match progress {
+        Some(p) => figures(&p.snapshot()),
+        None => json!({ "running": false }),
+    }
+}
+
+fn figures(s: &ProgressSnapshot) -> Value {
+    let r = &s.run;
+    let classes: serde_json::Map<String, Value> = (1..=5)
+        .map(|c| (format!("{c}xx"), r.by_class[c].into()))
+        .collect();
+    json!({
+        "running": true,
+        "elapsed_ms": r.elapsed.as_millis() as u64,
+        "pages": r.pages,
+        "failed": r.failed,
+        "rate": r.rate(),
+        "bytes": r.bytes,
+        "edges": r.edges,
+        "retries": r.retries,
+        "pauses": r.pauses,
+        "status_classes": classes,
+        "errors": r.errors,
+        // As the progress line counts them: in memory and elsewhere (disk, Redis).
+        "queued": s.frontier.in_memory as u64 + s.frontier.spilled,
+        "queued_memory": s.frontier.in_memory,
+        "queued_disk": s.frontier.spilled,
+        "retrying": s.frontier.retrying,
+        "fetching": s.fetching,
+        "waiting": s.waiting,
+        "in_flight": s.frontier.in_flight,
+    })
+}
+
+/// `/api/hosts`: the hosts with the most URLs, with their counts and any pause.
+pub(super) fn hosts(store: &SqliteStore) -> rusqlite::Result<Value> {
+    let (done, failed, queued) = (
+        UrlState::Done as i64,
+        UrlState::Failed as i64,
+        UrlState::Queued as i64,
+    );
+    let mut st = store.conn().prepare(&format!(
+        "SELECT h.name, h.paused_until, g.n, g.done, g.failed, g.queued, g.errors FROM (
+             SELECT host_id, count(*) AS n, sum(state = {done}) AS done,
+                    sum(state = {failed}) AS failed, sum(state = {queued}) AS queued,
+                    sum(state = {failed} OR coalesce(status, 0) >= 400) AS errors
+             FROM urls GROUP BY host_id) g
+         JOIN hosts h ON h.id = g.host_id ORDER BY g.n DESC, h.name LIMIT ?1"
+    ))?;
+    let now = now_ms();
+    let rows = st
+        .query_map([HOSTS], |r| {
+            let paused: Option<i64> = r.get(1)?;
+            Ok(json!({
+                "host": r.get::<_, String>(0)?,
+                "paused_until": paused.filter(|&t| t > now),
+                "urls": r.get::<_, i64>(2)?,
+                "done": r.get::<_, i64>(3)?,
+                "failed": r.get::<_, i64>(4)?,
+                "queued": r.get::<_, i64>(5)?,
+                "errors": r.get::<_, i64>(6)?,
+            }))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(json!({ "rows": rows }))
+}
+
+/// `/api/recent`: the last pages fetched and the last failures.
+pub(super) fn recent(store: &SqliteStore) -> rusqlite::Result<Value> {
+    let (done, failed) = (UrlState::Done as i64, UrlState::Failed as i64);
+    let query = |states: &str| -> rusqlite::Result<Vec<Value>> {
+        let mut st = store.conn().prepare(&format!(
+            "SELECT coalesce(url, key), status, error_kind, error, fetched_at, fetch_ms
+             FROM urls WHERE state IN ({states}) AND fetched_at IS NOT NULL
+             ORDER BY fetched_at DESC, id DESC LIMIT ?1"
+        ))?;
+        let rows = st.query_map([RECENT], |r| {
+            Ok(json!({
+                "url": r.get::<_, String>(0)?,
+                "status": r.get::<_, Option<i64>>(1)?,
+                "error_kind": r.get::<_, Option<String>>(2)?,
+                "error": r.get::<_, Option<String>>(3)?,
+                "fetched_at": r.get::<_, Option<i64>>(4)?,
+                "fetch_ms": r.get::<_, Option<i64>>(5)?,
+            }))
+        })?;
+        rows.collect()
+    };
+    Ok(json!({
+        "pages": query(&format!("{done}, {failed}"))?,
+        "errors": query(&failed.to_string())?,
+    }))
+}
