@@ -86,6 +86,7 @@ pub(crate) mod extract;
 pub(crate) mod failpoint;
 pub(crate) mod fetch;
 pub(crate) mod link;
+pub(crate) mod listen;
 pub(crate) mod live;
 pub(crate) mod metrics;
 mod names;

@@ -9,9 +9,7 @@ use std::net::SocketAddr;
 
 use http_body_util::Full;
 use hyper::body::Bytes;
-use hyper::service::service_fn;
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
+use hyper::Response;
 use tokio::net::TcpListener;
 
 use crate::live::{Progress, ProgressSnapshot};
@@ -40,40 +38,12 @@ pub async fn serve(
     };
     let listener = TcpListener::bind(addr).await.map_err(err)?;
     let bound = listener.local_addr().map_err(err)?;
-    // Open connections close with the listener: a scraper's keep-alive connection must
-    // not outlive the crawl.
-    let stopped = tokio_util::sync::CancellationToken::new();
-    tokio::spawn(async move {
-        tokio::pin!(stop);
-        loop {
-            let (stream, _) = tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok(s) => s,
-                    Err(_) => continue,
-                },
-                _ = &mut stop => {
-                    stopped.cancel();
-                    return;
-                }
-            };
-            let progress = progress.clone();
-            let stopped = stopped.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |_req: Request<hyper::body::Incoming>| {
-                    let body = render(&progress.snapshot());
-                    async move {
-                        Response::builder()
-                            .header("content-type", "text/plain; version=0.0.4")
-                            .body(Full::new(Bytes::from(body)))
-                    }
-                });
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service);
-                tokio::select! {
-                    _ = conn => {}
-                    _ = stopped.cancelled() => {}
-                }
-            });
+    crate::listen::spawn_until(listener, stop, move |_req| {
+        let body = render(&progress.snapshot());
+        async move {
+            Response::builder()
+                .header("content-type", "text/plain; version=0.0.4")
+                .body(Full::new(Bytes::from(body)))
         }
     });
     Ok(bound)

@@ -10,9 +10,7 @@ use std::sync::Arc;
 
 use http_body_util::Full;
 use hyper::body::Bytes;
-use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
@@ -49,38 +47,8 @@ pub async fn serve(
     let listener = TcpListener::bind(wanted).await.map_err(err)?;
     let bound = listener.local_addr().map_err(err)?;
     let shared = Arc::new(Shared { sources, token });
-    tokio::spawn(accept(listener, shared, stop));
+    crate::listen::spawn_until(listener, stop, move |req| answer(shared.clone(), req));
     Ok(bound)
-}
-
-/// Accept until `stop`; open connections close with the listener, so a browser's
-/// keep-alive connection does not outlive the crawl.
-async fn accept(listener: TcpListener, shared: Arc<Shared>, stop: impl Future<Output = ()>) {
-    let stopped = tokio_util::sync::CancellationToken::new();
-    tokio::pin!(stop);
-    loop {
-        let (stream, _) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(s) => s,
-                Err(_) => continue,
-            },
-            _ = &mut stop => {
-                stopped.cancel();
-                return;
-            }
-        };
-        let shared = shared.clone();
-        let stopped = stopped.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |req| answer(shared.clone(), req));
-            let conn = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service);
-            tokio::select! {
-                _ = conn => {}
-                _ = stopped.cancelled() => {}
-            }
-        });
-    }
 }
 
 type Answer = Response<Full<Bytes>>;
