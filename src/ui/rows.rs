@@ -83,13 +83,7 @@ pub(super) fn read(store: &SqliteStore, kind: Kind, window: &Window) -> Result<R
         },
         ..Options::new(OutputFormat::Json)
     };
-    let mut c = Collector {
-        window,
-        line: Vec::new(),
-        skipped: 0,
-        rows: Vec::new(),
-        more: false,
-    };
+    let mut c = Collector::new(window);
     match report::run(store, kind, &options, &mut c) {
         Ok(_) => {}
         Err(ReportError::Io(e)) if is_enough(&e) => {}
@@ -122,7 +116,17 @@ struct Collector<'w> {
     more: bool,
 }
 
-impl Collector<'_> {
+impl<'w> Collector<'w> {
+    fn new(window: &'w Window) -> Collector<'w> {
+        Collector {
+            window,
+            line: Vec::new(),
+            skipped: 0,
+            rows: Vec::new(),
+            more: false,
+        }
+    }
+
     fn take_line(&mut self) -> std::io::Result<()> {
         let line = std::mem::take(&mut self.line);
         let text = line.trim_ascii();
@@ -168,13 +172,7 @@ mod tests {
     use super::*;
 
     fn collect(window: &Window, text: &str) -> (Vec<String>, bool) {
-        let mut c = Collector {
-            window,
-            line: Vec::new(),
-            skipped: 0,
-            rows: Vec::new(),
-            more: false,
-        };
+        let mut c = Collector::new(window);
         // Split mid-row: the report's writes need not end at a line.
         let stopped = c
             .write_all(&text.as_bytes()[..7])

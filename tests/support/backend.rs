@@ -134,30 +134,25 @@ impl Backend {
     /// The flags `trawl crawl` names the crawl `name` with: `--db FILE`, or `--store URL
     /// --crawl-id NAME --db RESULTS` (the process collects the results into RESULTS).
     pub fn args(&self, name: &str) -> Vec<String> {
-        match &self.redis {
-            None => vec!["--db".into(), self.file(name).display().to_string()],
-            Some(r) => vec![
-                "--store".into(),
-                r.url(),
-                "--crawl-id".into(),
-                name.into(),
-                "--db".into(),
-                self.results(name).display().to_string(),
-            ],
-        }
+        self.crawl_args(name, name.to_owned())
     }
 
     /// The flags `trawl crawl` names run `run` of the crawl `name` with, as
     /// [`Backend::again`] builds it: the same file, or a new crawl id collecting into the
     /// first crawl's results file.
     pub fn again_args(&self, name: &str, run: usize) -> Vec<String> {
+        self.crawl_args(name, format!("{name}.{run}"))
+    }
+
+    /// The file of the crawl `name`, or the Redis crawl `crawl_id` collecting into it.
+    fn crawl_args(&self, name: &str, crawl_id: String) -> Vec<String> {
         match &self.redis {
-            None => self.args(name),
+            None => vec!["--db".into(), self.file(name).display().to_string()],
             Some(r) => vec![
                 "--store".into(),
                 r.url(),
                 "--crawl-id".into(),
-                format!("{name}.{run}"),
+                crawl_id,
                 "--db".into(),
                 self.results(name).display().to_string(),
             ],
