@@ -112,23 +112,21 @@ impl CrawlConfig {
         if self.ui.is_empty() {
             return Ok(());
         }
-        let Ok(addr) = self.ui.parse::<std::net::SocketAddr>() else {
-            return Err(ConfigError::OutOfRange {
-                key: "ui",
-                value: format!("{:?}", self.ui),
-                expected: "an address and port such as \"127.0.0.1:9899\", or \"\" for none",
-            });
+        // The rule `trawl serve` applies too, written once in `ui`.
+        let token = Some(self.ui_token.as_str()).filter(|t| !t.is_empty());
+        let expected = match crate::ui::check_bind(&self.ui, token) {
+            Ok(_) => return Ok(()),
+            Err(crate::ui::UiError::NeedsToken { .. }) => {
+                "a loopback address unless a token is set: to serve on another address pass \
+                 --ui-token TOKEN (ui-token), which every request must carry"
+            }
+            Err(_) => "an address and port such as \"127.0.0.1:9899\", or \"\" for none",
         };
-        if !addr.ip().is_loopback() && self.ui_token.is_empty() {
-            return Err(ConfigError::OutOfRange {
-                key: "ui",
-                value: format!("{:?}", self.ui),
-                expected:
-                    "a loopback address unless a token is set: to serve on another \
-                           address pass --ui-token TOKEN (ui-token), which every request must carry",
-            });
-        }
-        Ok(())
+        Err(ConfigError::OutOfRange {
+            key: "ui",
+            value: format!("{:?}", self.ui),
+            expected,
+        })
     }
 }
 

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use super::UiError;
 
 /// The address to bind, refused when it is not loopback and there is no token.
-pub(super) fn check_bind(addr: &str, token: Option<&str>) -> Result<SocketAddr, UiError> {
+pub(crate) fn check_bind(addr: &str, token: Option<&str>) -> Result<SocketAddr, UiError> {
     let parsed: SocketAddr = addr.parse().map_err(|_| UiError::Address {
         addr: addr.to_string(),
     })?;

@@ -22,6 +22,7 @@ mod server;
 
 use std::path::PathBuf;
 
+pub(crate) use auth::check_bind;
 pub use server::serve;
 
 use crate::live::Progress;
