@@ -194,6 +194,184 @@ async fn the_json_endpoints_answer_what_the_reports_and_status_say() {
     assert_eq!(code, 404);
 }
 
+/// `trawl report KIND --db DB --format json EXTRA...`.
+fn report_json(db: &Path, kind: &str, extra: &[&str]) -> Value {
+    let out = Command::new(bin())
+        .args(["report", kind, "--db", &db.display().to_string()])
+        .args(["--format", "json"])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_are_the_reports_rows_paged_from_the_index() {
+    let (_site, _dir, db) = crawled().await;
+    let served = serve(&db, &[]);
+    let u = &served.url;
+    for (kind, extra) in [
+        ("broken", &[][..]),
+        ("redirects", &[]),
+        ("depth", &[]),
+        ("orphans", &[]),
+        ("top", &["--limit", "1000"]),
+    ] {
+        let page = json(&format!("{u}/api/{kind}?limit=1000")).await;
+        assert_eq!(page["rows"], report_json(&db, kind, extra), "{kind}");
+        assert_eq!(page["stale"], false, "{kind}");
+    }
+    let mut index = db.as_os_str().to_owned();
+    index.push("-ui");
+    assert!(
+        Path::new(&index).exists(),
+        "the index beside the crawl file"
+    );
+    // Keyset pages: each `next` continues where the last page stopped.
+    let all = json(&format!("{u}/api/top?limit=1000")).await["rows"].clone();
+    let mut seen = Vec::new();
+    let mut next = String::new();
+    loop {
+        let page = json(&format!("{u}/api/top?limit=3{next}")).await;
+        seen.extend(page["rows"].as_array().unwrap().iter().cloned());
+        match page["next"].as_i64() {
+            Some(n) => next = format!("&after={n}"),
+            None => break,
+        }
+    }
+    assert_eq!(Value::Array(seen), all);
+    // Every URL, by state and status class.
+    let status = status_json(&db);
+    let done = json(&format!("{u}/api/pages?state=done&limit=1000")).await;
+    assert_eq!(
+        done["rows"].as_array().unwrap().len() as u64,
+        status["done"].as_u64().unwrap()
+    );
+    let missing = json(&format!("{u}/api/pages?class=4xx&q=MISS")).await;
+    let rows = missing["rows"].as_array().unwrap();
+    assert!(!rows.is_empty(), "{missing}");
+    assert!(rows
+        .iter()
+        .all(|r| r["status"].as_i64().unwrap() / 100 == 4
+            && r["url"].as_str().unwrap().contains("miss")));
+    let (target, _) = missing_link(&json(&format!("{u}/api/broken")).await);
+    let view = json(&format!("{u}/api/page?url={}", enc(&target))).await;
+    let listed = view["inlinks"]["rows"].as_array().unwrap().len() as i64;
+    assert!(
+        view["inlinks_total"].as_i64().unwrap() >= listed.max(1),
+        "{view}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_index_follows_the_crawl_file_and_survives_damage() {
+    use std::collections::BTreeMap;
+    use support::editable::{page, start};
+    let pages = BTreeMap::from([
+        ("/".to_owned(), page("home", &["/a"])),
+        ("/a".to_owned(), page("a", &[])),
+    ]);
+    let (server, site) = start(pages).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("gen.db");
+    let crawl = |extra: &'static [&'static str]| {
+        let (d, file, base) = (
+            dir.path().to_owned(),
+            db.clone(),
+            format!("{}/", server.base),
+        );
+        tokio::task::spawn_blocking(move || {
+            let db = file.display().to_string();
+            let mut args = vec!["crawl", &base, "--db", &db, "-q", "--no-progress"];
+            args.extend(extra);
+            let out = support::run::trawl_output(&d, &args);
+            assert!(out.status.success(), "{out:?}");
+        })
+    };
+    crawl(&[]).await.unwrap();
+    let served = serve(&db, &[]);
+    let broken = |u: String| async move {
+        let page = json(&format!("{u}/api/broken")).await;
+        page["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["target"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(broken(served.url.clone()).await, Vec::<String>::new());
+    // A new generation: the index is rebuilt before it answers, not served stale.
+    site.pages
+        .lock()
+        .unwrap()
+        .insert("/a".into(), page("a", &["/gone"]));
+    crawl(&["--refresh"]).await.unwrap();
+    let gone = format!("{}/gone", server.base);
+    assert_eq!(broken(served.url.clone()).await, vec![gone.clone()]);
+    drop(served);
+    // A damaged index is replaced, not reported.
+    let mut index = db.as_os_str().to_owned();
+    index.push("-ui");
+    std::fs::write(&index, b"this is not a database, it is damage").unwrap();
+    let served = serve(&db, &[]);
+    assert_eq!(broken(served.url.clone()).await, vec![gone]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_crawls_tables_come_from_an_index_rebuilt_every_so_often() {
+    let spec = SiteSpec {
+        latency: Duration::from_millis(150),
+        ..SiteSpec::small()
+    };
+    let site = SiteServer::start(support::Site::generate(&spec)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("running.db");
+    let mut crawl = tokio::process::Command::new(bin())
+        .args(["crawl", &format!("{}/", site.base()), "--db"])
+        .arg(&db)
+        .args(["--concurrency", "1", "-q", "--no-progress"])
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let done = |db: &Path| -> u64 {
+        match Command::new(bin())
+            .args(["status", "--db"])
+            .arg(db)
+            .args(["--format", "json"])
+            .output()
+        {
+            Ok(o) if o.status.success() => serde_json::from_slice::<Value>(&o.stdout)
+                .map_or(0, |v| v["done"].as_u64().unwrap_or(0)),
+            _ => 0,
+        }
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while done(&db) < 2 {
+        assert!(Instant::now() < deadline, "the crawl never started");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let served = serve(&db, &[]);
+    let u = &served.url;
+    let first = json(&format!("{u}/api/depth")).await;
+    let then = done(&db);
+    while done(&db) <= then + 1 {
+        assert!(Instant::now() < deadline, "the crawl never moved");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The crawl has moved on; within the rebuild interval the same rows answer, marked.
+    let second = json(&format!("{u}/api/depth")).await;
+    assert_eq!(second["as_of"], first["as_of"], "{second}");
+    assert_eq!(second["stale"], true, "{second}");
+    assert!(crawl.wait().await.unwrap().success());
+    // Finished: rebuilt before answering, and the report's rows.
+    let last = json(&format!("{u}/api/depth")).await;
+    assert_eq!(last["stale"], false, "{last}");
+    assert!(last["as_of"].as_i64() > first["as_of"].as_i64());
+    assert_eq!(last["rows"], report_json(&db, "depth", &[]));
+}
+
 fn enc(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }

@@ -23,13 +23,13 @@ use std::str::FromStr;
 
 pub use crate::check::{ClassCounts, LinkClass, LinkClasses};
 pub use diff::{diff, Change, DiffOptions};
-pub use output::{Cell, OutputFormat};
+pub use output::{json_object, Cell, OutputFormat, RowSink};
 
 use crate::store::{SqliteStore, StoreError};
 use output::Out;
 
 /// Which report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
     /// Links to fix, by class (broken, missing fragment, blocked, transient, and when
     /// asked redirected), with the page and place of each.
@@ -207,20 +207,83 @@ pub fn run(
     let Some(format) = tabular else {
         return ci::write(store, options.format, classes, options.limit, out);
     };
-    let limit = options.limit;
-    let rows_limit = match kind {
-        Kind::Top => Some(limit.unwrap_or(TOP_DEFAULT_LIMIT)),
+    write(
+        store,
+        kind,
+        options,
+        Out::new(format, rows_limit(kind, options), out),
+    )
+}
+
+/// Hand report `kind`'s rows on `store` to `sink` as cells, in the report's order
+/// (`options.format` is not used). Returns the rows handed.
+///
+/// ```no_run
+/// # use trawl::report::{self, Cell, Kind, Options, ReportError, RowSink};
+/// struct Count(u64);
+/// impl RowSink for Count {
+///     fn row(&mut self, _: &[&'static str], _: Vec<Cell>) -> Result<(), ReportError> {
+///         self.0 += 1;
+///         Ok(())
+///     }
+/// }
+/// # fn f(store: &trawl::store::SqliteStore) -> Result<(), ReportError> {
+/// let mut n = Count(0);
+/// report::rows(store, Kind::Orphans, &Options::default(), &mut n)?;
+/// # Ok(()) }
+/// ```
+pub fn rows(
+    store: &SqliteStore,
+    kind: Kind,
+    options: &Options,
+    sink: &mut dyn RowSink,
+) -> Result<u64, ReportError> {
+    if options.classes.is_some() && kind != Kind::Broken {
+        return Err(ReportError::Classes {
+            kind: kind.as_str(),
+        });
+    }
+    let _snapshot = snapshot(store)?;
+    write(
+        store,
+        kind,
+        options,
+        Out::rows(sink, rows_limit(kind, options)),
+    )
+}
+
+/// The rows a report writes at most: `--limit`, or its default.
+fn rows_limit(kind: Kind, options: &Options) -> Option<u64> {
+    match kind {
+        Kind::Top => Some(options.limit.unwrap_or(TOP_DEFAULT_LIMIT)),
         Kind::Summary => None,
-        _ => limit,
-    };
-    let mut o = Out::new(format, rows_limit, out);
+        _ => options.limit,
+    }
+}
+
+/// Write report `kind` to `o` (in a snapshot already).
+fn write(
+    store: &SqliteStore,
+    kind: Kind,
+    options: &Options,
+    mut o: Out<'_>,
+) -> Result<u64, ReportError> {
+    let classes = options.classes.unwrap_or(LinkClasses::REPORTED);
     match kind {
         Kind::Broken => broken::write(store, classes, &mut o)?,
         Kind::Redirects => redirects::run(store, &mut o)?,
         Kind::Depth => depth::run(store, &mut o)?,
-        Kind::Top => top::run(store, rows_limit.unwrap_or(TOP_DEFAULT_LIMIT), &mut o)?,
+        Kind::Top => top::run(
+            store,
+            rows_limit(kind, options).unwrap_or(TOP_DEFAULT_LIMIT),
+            &mut o,
+        )?,
         Kind::Orphans => orphans::run(store, &mut o)?,
-        Kind::Summary => summary::run(store, limit.unwrap_or(SUMMARY_DEFAULT_LIMIT), &mut o)?,
+        Kind::Summary => summary::run(
+            store,
+            options.limit.unwrap_or(SUMMARY_DEFAULT_LIMIT),
+            &mut o,
+        )?,
     }
     o.finish()
 }

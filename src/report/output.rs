@@ -158,11 +158,23 @@ fn format_float(x: f64) -> String {
     format!("{x:.digits$}")
 }
 
+/// Where a report's rows go instead of a format: each row as cells, with the report's
+/// column names, for a program that stores or pages them (the web page's cache).
+pub trait RowSink {
+    /// Take one row; `columns` names its cells, in order.
+    fn row(&mut self, columns: &[&'static str], cells: Vec<Cell>) -> Result<(), ReportError>;
+}
+
+/// Where [`Out`] writes.
+enum Dest<'a> {
+    Format(Tabular, &'a mut dyn Write),
+    Rows(&'a mut dyn RowSink),
+}
+
 /// A report being written: columns once, then rows, then [`Out::finish`].
 pub(super) struct Out<'a> {
-    format: Tabular,
+    dest: Dest<'a>,
     limit: Option<u64>,
-    out: &'a mut dyn Write,
     columns: Vec<&'static str>,
     rows: u64,
     /// Table only: rows held to measure widths, until the widths are fixed.
@@ -174,10 +186,18 @@ pub(super) struct Out<'a> {
 
 impl<'a> Out<'a> {
     pub(super) fn new(format: Tabular, limit: Option<u64>, out: &'a mut dyn Write) -> Out<'a> {
+        Out::to(Dest::Format(format, out), limit)
+    }
+
+    /// Rows handed to `sink` as cells.
+    pub(super) fn rows(sink: &'a mut dyn RowSink, limit: Option<u64>) -> Out<'a> {
+        Out::to(Dest::Rows(sink), limit)
+    }
+
+    fn to(dest: Dest<'a>, limit: Option<u64>) -> Out<'a> {
         Out {
-            format,
+            dest,
             limit,
-            out,
             columns: Vec::new(),
             rows: 0,
             sample: Vec::new(),
@@ -189,10 +209,12 @@ impl<'a> Out<'a> {
     /// Start the report with its column names.
     pub(super) fn columns(&mut self, columns: &[&'static str]) -> Result<(), ReportError> {
         self.columns = columns.to_vec();
-        match self.format {
-            Tabular::Table => {}
-            Tabular::Csv => self.csv_line(columns.iter().map(|c| c.to_string()))?,
-            Tabular::Json => self.out.write_all(b"[")?,
+        match &mut self.dest {
+            Dest::Format(Tabular::Table, _) | Dest::Rows(_) => {}
+            Dest::Format(Tabular::Csv, _) => {
+                self.csv_line(columns.iter().map(|c| c.to_string()))?
+            }
+            Dest::Format(Tabular::Json, out) => out.write_all(b"[")?,
         }
         Ok(())
     }
@@ -209,7 +231,11 @@ impl<'a> Out<'a> {
             return Ok(());
         }
         self.rows += 1;
-        match self.format {
+        let format = match &mut self.dest {
+            Dest::Rows(sink) => return sink.row(&self.columns, cells),
+            Dest::Format(format, _) => *format,
+        };
+        match format {
             Tabular::Table => {
                 if self.widths.is_some() {
                     self.table_line(&cells, false)?;
@@ -223,44 +249,46 @@ impl<'a> Out<'a> {
             Tabular::Csv => self.csv_line(cells.iter().map(|c| c.plain("")))?,
             Tabular::Json => {
                 let sep: &[u8] = if self.rows == 1 { b"\n" } else { b",\n" };
-                self.out.write_all(sep)?;
-                let mut first = true;
-                // Written by hand so keys keep column order (the map type would sort them).
-                self.out.write_all(b"{")?;
-                for (name, cell) in self.columns.iter().zip(&cells) {
-                    if !first {
-                        self.out.write_all(b",")?;
-                    }
-                    first = false;
-                    serde_json::to_writer(&mut *self.out, name).map_err(std::io::Error::from)?;
-                    self.out.write_all(b":")?;
-                    serde_json::to_writer(&mut *self.out, &cell.to_json())
-                        .map_err(std::io::Error::from)?;
-                }
-                self.out.write_all(b"}")?;
+                let Dest::Format(_, out) = &mut self.dest else {
+                    unreachable!("matched above")
+                };
+                out.write_all(sep)?;
+                json_object(&self.columns, &cells, &mut **out)?;
             }
         }
         Ok(())
     }
 
+    /// The writer of a format (not called for a row sink).
+    fn out(&mut self) -> &mut dyn Write {
+        match &mut self.dest {
+            Dest::Format(_, out) => &mut **out,
+            Dest::Rows(_) => unreachable!("a row sink has no writer"),
+        }
+    }
+
     /// End the report; returns the rows written.
     pub(super) fn finish(mut self) -> Result<u64, ReportError> {
-        match self.format {
+        let format = match &self.dest {
+            Dest::Rows(_) => return Ok(self.rows),
+            Dest::Format(format, _) => *format,
+        };
+        match format {
             Tabular::Table => {
                 if self.widths.is_none() {
                     self.flush_sample()?;
                 }
                 if self.rows == 0 {
-                    self.out.write_all(b"(none)\n")?;
+                    self.out().write_all(b"(none)\n")?;
                 }
             }
             Tabular::Csv => {}
             Tabular::Json => {
                 let end: &[u8] = if self.rows == 0 { b"]\n" } else { b"\n]\n" };
-                self.out.write_all(end)?;
+                self.out().write_all(end)?;
             }
         }
-        self.out.flush()?;
+        self.out().flush()?;
         Ok(self.rows)
     }
 
@@ -316,7 +344,7 @@ impl<'a> Out<'a> {
             }
         }
         line.push('\n');
-        self.out.write_all(line.as_bytes())?;
+        self.out().write_all(line.as_bytes())?;
         Ok(())
     }
 
@@ -328,9 +356,24 @@ impl<'a> Out<'a> {
         let bytes = w
             .into_inner()
             .map_err(|e| std::io::Error::other(e.to_string()))?;
-        self.out.write_all(&bytes)?;
+        self.out().write_all(&bytes)?;
         Ok(())
     }
+}
+
+/// One row as a JSON object, keys in column order (written by hand: the map type would
+/// sort them).
+pub fn json_object(columns: &[&str], cells: &[Cell], out: &mut dyn Write) -> std::io::Result<()> {
+    out.write_all(b"{")?;
+    for (i, (name, cell)) in columns.iter().zip(cells).enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut *out, name)?;
+        out.write_all(b":")?;
+        serde_json::to_writer(&mut *out, &cell.to_json())?;
+    }
+    out.write_all(b"}")
 }
 
 #[cfg(test)]

@@ -8,21 +8,27 @@
 //!
 //! - `server`: the accept loop and the routes (hyper, on the caller's runtime);
 //! - `auth`: which addresses may be served without a token, and the token check;
-//! - `rows`: a report's rows, filtered and paginated as they stream from the report;
+//! - `cache`: the page's index of the crawl file (each report's rows, inlinks, names),
+//!   built once and rebuilt while a crawl runs, so tables page in SQL;
+//! - `rows`: a report's rows, filtered and paged from that index;
 //! - `page`: one URL with its inlinks and outlinks;
+//! - `pages`: every URL, paged by id, filtered by text, state and status class;
 //! - `live`: the running crawl's figures, its hosts, its last pages and errors;
 //! - `assets`: the page itself.
 
 mod assets;
 mod auth;
+mod cache;
 mod live;
 mod page;
+mod pages;
 mod rows;
 mod server;
 
 use std::path::PathBuf;
 
 pub(crate) use auth::check_bind;
+pub use cache::CacheError;
 pub use server::serve;
 
 use crate::live::Progress;
@@ -74,6 +80,9 @@ pub enum UiError {
     /// A report could not be read.
     #[error(transparent)]
     Report(#[from] crate::report::ReportError),
+    /// The page's index of the crawl could not be built or read.
+    #[error(transparent)]
+    Cache(#[from] cache::CacheError),
 }
 
 impl UiError {
@@ -84,7 +93,8 @@ impl UiError {
             UiError::Address { .. } | UiError::NeedsToken { .. } => true,
             UiError::Store(e) => e.is_usage(),
             UiError::Report(e) => e.is_usage(),
-            UiError::Bind { .. } => false,
+            UiError::Cache(cache::CacheError::Crawl(e)) => e.is_usage(),
+            UiError::Bind { .. } | UiError::Cache(_) => false,
         }
     }
 }

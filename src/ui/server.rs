@@ -14,8 +14,9 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
+use super::cache::Cache;
 use super::rows::Window;
-use super::{assets, auth, live, page, rows, Sources, UiError};
+use super::{assets, auth, live, page, pages, rows, Sources, UiError};
 use crate::report::Kind;
 use crate::store::{OpenMode, SqliteStore};
 
@@ -23,6 +24,8 @@ use crate::store::{OpenMode, SqliteStore};
 struct Shared {
     sources: Sources,
     token: Option<String>,
+    /// The page's index of `sources.db`.
+    cache: Option<Arc<Cache>>,
 }
 
 /// Bind `addr` and serve the page and its endpoints until `stop` completes; returns the
@@ -46,7 +49,15 @@ pub async fn serve(
     };
     let listener = TcpListener::bind(wanted).await.map_err(err)?;
     let bound = listener.local_addr().map_err(err)?;
-    let shared = Arc::new(Shared { sources, token });
+    let cache = sources.db.as_deref().map(Cache::new);
+    if let Some(c) = &cache {
+        tracing::info!("the page's index of the crawl: {}", c.path().display());
+    }
+    let shared = Arc::new(Shared {
+        sources,
+        token,
+        cache,
+    });
     crate::listen::spawn_until(listener, stop, move |req| answer(shared.clone(), req));
     Ok(bound)
 }
@@ -92,13 +103,13 @@ async fn answer(
 
 /// An endpoint read from the crawl's file (on the blocking pool).
 fn from_file(shared: &Shared, path: &str, query: &str) -> Answer {
-    let Some(db) = &shared.sources.db else {
+    let (Some(db), Some(cache)) = (&shared.sources.db, &shared.cache) else {
         return error(
             StatusCode::NOT_FOUND,
             "this crawl has no file here (a Redis crawl without --db): only /api/live",
         );
     };
-    match read(db, path, query) {
+    match read(db, cache, path, query) {
         Ok(Some(v)) => ok(v),
         Ok(None) => error(StatusCode::NOT_FOUND, "not found"),
         // While a crawl starts its file may not hold a crawl yet: try again later.
@@ -106,7 +117,7 @@ fn from_file(shared: &Shared, path: &str, query: &str) -> Answer {
     }
 }
 
-fn read(db: &Path, path: &str, query: &str) -> Result<Option<Value>, UiError> {
+fn read(db: &Path, cache: &Arc<Cache>, path: &str, query: &str) -> Result<Option<Value>, UiError> {
     let report = match path {
         "/api/status" => return Ok(Some(to_value(&crate::status::read(db)?))),
         "/api/broken" => Kind::Broken,
@@ -114,19 +125,33 @@ fn read(db: &Path, path: &str, query: &str) -> Result<Option<Value>, UiError> {
         "/api/depth" => Kind::Depth,
         "/api/top" => Kind::Top,
         "/api/orphans" => Kind::Orphans,
-        "/api/page" | "/api/hosts" | "/api/recent" => return read_sql(db, path, query),
+        "/api/hosts" | "/api/recent" => return read_sql(db, path),
+        "/api/page" => {
+            let arg = |name: &str| {
+                url::form_urlencoded::parse(query.as_bytes())
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.into_owned())
+            };
+            let id = arg("id").and_then(|i| i.parse().ok());
+            let url = arg("url");
+            let view = page::read(cache, url.as_deref(), id, &Window::parse(query))?;
+            return Ok(view.map(|v| to_value(&v)));
+        }
+        "/api/pages" => {
+            let pages = pages::read(db, &Window::parse(query), query)?;
+            return Ok(Some(to_value(&pages)));
+        }
         _ => return Ok(None),
     };
-    let store = SqliteStore::open(db, OpenMode::Read)?;
     Ok(Some(to_value(&rows::read(
-        &store,
+        cache,
         report,
         &Window::parse(query),
     )?)))
 }
 
 /// The endpoints with queries of their own (not a report's).
-fn read_sql(db: &Path, path: &str, query: &str) -> Result<Option<Value>, UiError> {
+fn read_sql(db: &Path, path: &str) -> Result<Option<Value>, UiError> {
     let store = SqliteStore::open(db, OpenMode::Read)?;
     let sql = |e| {
         UiError::Store(crate::store::StoreError::Sqlite {
@@ -136,18 +161,7 @@ fn read_sql(db: &Path, path: &str, query: &str) -> Result<Option<Value>, UiError
     };
     match path {
         "/api/hosts" => live::hosts(&store).map(Some).map_err(sql),
-        "/api/recent" => live::recent(&store).map(Some).map_err(sql),
-        _ => {
-            let arg = |name: &str| {
-                url::form_urlencoded::parse(query.as_bytes())
-                    .find(|(k, _)| k == name)
-                    .map(|(_, v)| v.into_owned())
-            };
-            let id = arg("id").and_then(|i| i.parse().ok());
-            let url = arg("url");
-            let view = page::read(&store, url.as_deref(), id, &Window::parse(query));
-            Ok(view.map_err(sql)?.map(|v| to_value(&v)))
-        }
+        _ => live::recent(&store).map(Some).map_err(sql),
     }
 }
 

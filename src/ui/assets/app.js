@@ -71,33 +71,53 @@
     location.hash = "#/" + route + (args.toString() ? "?" + args : "");
   }
 
-  // A table of a report's rows with a filter box and pages.
-  function paged(title, endpoint, columns, cell) {
+  // A table of rows with a filter box and pages. The next page continues from the last
+  // row's place (`after`), which the server reads by primary key; the previous one goes
+  // by offset.
+  function paged(title, endpoint, columns, cell, filters) {
     const { route, args } = params();
     const q = args.get("q") || "";
     const offset = Number(args.get("offset") || 0);
     const limit = Number(args.get("limit") || 50);
     const box = el("input", { type: "search", placeholder: "filter by URL", value: q, "aria-label": "filter by URL" });
     const out = el("div", {}, el("p", { class: "muted" }, "loading..."));
-    box.addEventListener("change", function () {
-      const a = new URLSearchParams(args); a.set("q", box.value); a.delete("offset"); go(route, a);
+    const tools = el("div", { class: "tools" }, box);
+    const refilter = function (name, value) {
+      const a = new URLSearchParams(args); a.delete("offset"); a.delete("after");
+      if (value) a.set(name, value); else a.delete(name);
+      go(route, a);
+    };
+    box.addEventListener("change", function () { refilter("q", box.value); });
+    (filters || []).forEach(function (f) {
+      const pick = el("select", { "aria-label": f.name, name: f.name },
+        ...[""].concat(f.values).map(function (v) { return el("option", { value: v }, v || f.name + ": any"); }));
+      pick.value = args.get(f.name) || "";
+      pick.addEventListener("change", function () { refilter(f.name, pick.value); });
+      tools.append(pick);
     });
-    view.replaceChildren(el("h2", {}, title), el("div", { class: "tools" }, box), out);
-    const query = new URLSearchParams({ q, offset, limit });
-    const extra = args.get("url");
-    if (extra) query.set("url", extra);
+    view.replaceChildren(el("h2", {}, title), tools, out);
+    const query = new URLSearchParams(args);
+    query.set("limit", limit);
     return api(endpoint + "?" + query).then(function (page) {
       const rows = page.rows || [];
       const nav = el("div", { class: "tools" });
-      if (offset > 0) nav.append(button("previous", Math.max(0, offset - limit)));
-      if (page.more) nav.append(button("next", offset + limit));
+      if (offset > 0) nav.append(button("previous", Math.max(0, offset - limit), null));
+      if (page.more) nav.append(button("next", offset + limit, page.next));
       nav.append(el("span", { class: "muted" }, rows.length ? "rows " + (offset + 1) + "-" + (offset + rows.length) : ""));
+      if (page.as_of) {
+        nav.append(el("span", { class: "muted", id: "as-of" },
+          " as of " + new Date(page.as_of).toLocaleTimeString() + (page.stale ? " (the crawl has moved on; refreshed every so often)" : "")));
+      }
       out.replaceChildren(table(columns, rows, cell), nav);
       return page;
     });
-    function button(label, to) {
+    function button(label, to, after) {
       const b = el("button", {}, label);
-      b.addEventListener("click", function () { const a = new URLSearchParams(args); a.set("offset", to); go(route, a); });
+      b.addEventListener("click", function () {
+        const a = new URLSearchParams(args); a.set("offset", to);
+        if (after !== null && after !== undefined) a.set("after", after); else a.delete("after");
+        go(route, a);
+      });
       return b;
     }
   }
@@ -159,6 +179,16 @@
       return paged("orphans (only a sitemap links to them)", "/api/orphans", ["url", "status", "state"],
         function (r, c) { return c === "url" ? pageLink(r.url) : r[c]; });
     },
+    pages: function () {
+      return paged("pages", "/api/pages", ["url", "status", "depth", "title", "content_type"],
+        function (r, c) {
+          if (c === "url") return pageLink(r.url);
+          if (c === "status") return statusCell(r.status, r.state);
+          return r[c];
+        },
+        [{ name: "state", values: ["done", "failed", "skipped", "queued"] },
+         { name: "class", values: ["2xx", "3xx", "4xx", "5xx"] }]);
+    },
     hosts: function () {
       const box = el("div", {});
       view.replaceChildren(box);
@@ -200,7 +230,7 @@
           figure("status", u.status === null ? u.state : u.status), figure("state", u.state),
           figure("depth", u.depth), figure("fetch_ms", u.fetch_ms, "fetch ms"), figure("size", u.size, "bytes")),
         el("p", {}, u.title ? "title: " : "", u.title || "", u.error ? el("span", { class: "bad" }, " error: " + u.error_kind + ": " + u.error) : ""),
-        links("inlinks", p.inlinks, "inlinks"), links("outlinks", p.outlinks, "outlinks"));
+        links("inlinks (" + p.inlinks_total + " in all)", p.inlinks, "inlinks"), links("outlinks", p.outlinks, "outlinks"));
     }, function (e) {
       view.replaceChildren(el("h2", {}, "page"), el("p", { class: "bad" }, (url || "") + ": " + e.message));
     });
