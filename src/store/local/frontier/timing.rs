@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::super::pending::HostId;
 use super::Frontier;
+use crate::store::HostState;
 
 /// When one host's next request may start.
 #[derive(Debug, Default)]
@@ -17,6 +18,9 @@ pub(super) struct HostTiming {
     next_at: Option<Instant>,
     /// Spacing between request starts; zero for none.
     interval: Duration,
+    /// The end of the latest 429/503 pause, kept apart from `next_at` (which spacing
+    /// moves too) for the live hosts table.
+    paused_until: Option<Instant>,
     /// In [`TimedHosts`], waiting for `next_at`.
     timed: bool,
 }
@@ -136,6 +140,7 @@ impl Frontier {
         let mut st = self.lock();
         let h = &mut st.host(host).timing;
         h.next_at = Some(h.next_at.map_or(until, |t| t.max(until)));
+        h.paused_until = Some(h.paused_until.map_or(until, |t| t.max(until)));
         self.relist(&mut st, host, Instant::now());
     }
 
@@ -168,6 +173,22 @@ impl Frontier {
         let earliest = now + interval;
         if h.next_at.is_none_or(|t| t < earliest) {
             h.next_at = Some(earliest);
+        }
+    }
+
+    /// What the live hosts table shows of `host`: slots taken, spacing, pause.
+    pub(crate) fn host_state(&self, host: HostId) -> HostState {
+        let now = Instant::now();
+        let mut st = self.lock();
+        let h = st.host(host);
+        HostState {
+            in_flight: h.in_flight as u64,
+            delay: self.spacing.of(&h.timing),
+            paused_until: h
+                .timing
+                .paused_until
+                .filter(|&t| t > now)
+                .map(|t| crate::result::now_ms() + t.duration_since(now).as_millis() as i64),
         }
     }
 
