@@ -114,20 +114,25 @@ impl<H: Hash + Eq + Clone> HostBoard<H> {
             .clone()
     }
 
-    /// The [`HOSTS`] busiest hosts of this run: (host, name, pages, errors).
+    /// The [`HOSTS`] busiest hosts of this run: (host, name, pages, errors). Only their
+    /// names are copied: a crawl may know a great many hosts.
     fn busiest(&self) -> Vec<(H, String, u64, u64)> {
-        let mut all: Vec<_> = self
+        let mut all: Vec<(H, Arc<Counts>, u64)> = self
             .hosts
             .iter()
             .map(|e| {
-                let c = e.value();
-                let (pages, errors) = (c.pages.load(Relaxed), c.errors.load(Relaxed));
-                (e.key().clone(), c.name.clone(), pages, errors)
+                (
+                    e.key().clone(),
+                    e.value().clone(),
+                    e.value().pages.load(Relaxed),
+                )
             })
             .collect();
-        all.sort_unstable_by(|a, b| b.2.cmp(&a.2).then_with(|| a.1.cmp(&b.1)));
+        all.sort_unstable_by(|a, b| b.2.cmp(&a.2).then_with(|| a.1.name.cmp(&b.1.name)));
         all.truncate(HOSTS);
-        all
+        all.into_iter()
+            .map(|(host, c, pages)| (host, c.name.clone(), pages, c.errors.load(Relaxed)))
+            .collect()
     }
 }
 
@@ -207,5 +212,44 @@ impl<S: Store> HostsView for Watched<S> {
 
     fn recent(&self) -> RecentPages {
         self.board.recent.read()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_busiest_hosts_come_first_with_their_errors() {
+        let board = HostBoard::new();
+        let url = |h: &str| Url::parse(&format!("http://{h}/x")).unwrap();
+        let ok = PageResult {
+            status: Some(200),
+            ..PageResult::default()
+        };
+        let missing = PageResult {
+            status: Some(404),
+            ..PageResult::default()
+        };
+        board.seen(&3, &url("c.test"));
+        board.record(&1, &url("a.test"), &ok);
+        for _ in 0..2 {
+            board.record(&2, &url("b.test:8080"), &missing);
+        }
+        let rows: Vec<_> = board
+            .busiest()
+            .into_iter()
+            .map(|r| (r.1, r.2, r.3))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("b.test:8080".to_owned(), 2, 2),
+                ("a.test".to_owned(), 1, 0),
+                ("c.test".to_owned(), 0, 0),
+            ]
+        );
+        let recent = board.recent.read();
+        assert_eq!((recent.pages.len(), recent.errors.len()), (3, 2));
     }
 }

@@ -277,4 +277,19 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
+
+    #[test]
+    fn the_live_state_shows_slots_spacing_and_only_a_pause_not_the_spacing() {
+        let (f, d) = spaced(Duration::from_secs(1));
+        f.push(vec![item(&d, 0, 0)]);
+        let _taken = pop(&f).expect("a URL");
+        f.set_interval(0, Duration::from_secs(3));
+        let s = f.host_state(0);
+        assert_eq!((s.in_flight, s.delay), (1, Duration::from_secs(3)));
+        assert_eq!(s.paused_until, None, "spacing is not a pause");
+        f.pause(0, Instant::now() + Duration::from_secs(60));
+        let until = f.host_state(0).paused_until.expect("paused");
+        let left = until - crate::result::now_ms();
+        assert!((59_000..=60_000).contains(&left), "{left}");
+    }
 }
