@@ -104,7 +104,10 @@ pub(crate) mod warc;
 
 pub use admit::SkipReason;
 pub use config::{ByteSize, ConfigError, CrawlConfig, RateLimit};
-pub use crawler::{Crawler, CrawlerBuilder, Outcome, Progress, ProgressSnapshot, Summary};
+pub use crawler::{
+    Crawler, CrawlerBuilder, HostRow, Outcome, Progress, ProgressSnapshot, RecentPage, RecentPages,
+    Summary,
+};
 pub use error::Error;
 pub use events::{Events, Page};
 pub use fetch::FetchError;

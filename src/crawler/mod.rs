@@ -23,7 +23,7 @@ use crate::engine::{self, Run};
 pub use crate::engine::{Outcome, Summary};
 use crate::events::{EventSink, Events};
 use crate::fetch::Fetcher;
-pub use crate::live::{Progress, ProgressSnapshot};
+pub use crate::live::{HostRow, Progress, ProgressSnapshot, RecentPage, RecentPages};
 use crate::page::Reader;
 use crate::store::local::sqlite::SqliteStore;
 use crate::store::local::LocalStore;

@@ -21,6 +21,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::admit::{Outlinks, Rules, SkipReason};
+use crate::live::HostBoard;
 use crate::politeness::hosts::{HostRules, Verdict};
 use crate::politeness::prepare::Preparer;
 use crate::result::PageResult;
@@ -42,6 +43,8 @@ pub struct Dispatcher<S: Store> {
     pub stats: Arc<Stats>,
     /// Tells checked URLs, which skip their host's robots.txt, from crawled ones.
     pub rules: Arc<Rules>,
+    /// The live page's hosts, when the run serves its page.
+    pub board: Option<Arc<HostBoard<S::Host>>>,
 }
 
 /// URLs held until their host's rules are known, and the preparations under way.
@@ -110,6 +113,9 @@ where
         held: &mut Held<S>,
         tx: &async_channel::Sender<Job<S>>,
     ) -> Result<bool, Error> {
+        if let Some(board) = &self.board {
+            board.seen(&job.host, &job.url);
+        }
         let verdict = if self.is_check(&job.url) {
             // robots.txt is not read for a single check (as link checkers do not), so
             // its host needs no preparation.
@@ -132,6 +138,9 @@ where
                 let result =
                     PageResult::failure(job.depth, job.attempts + 1, why.kind, why.message.clone());
                 self.stats.record(&job.url, &result, 0);
+                if let Some(board) = &self.board {
+                    board.record(&job.host, &job.url, &result);
+                }
                 self.store.complete(job, result, Outlinks::None).await?;
                 Ok(true)
             }

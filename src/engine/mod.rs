@@ -17,7 +17,7 @@ use self::worker::{join_pool, Failure, PageHook, Worker};
 use crate::admit::Rules;
 use crate::config::CrawlConfig;
 use crate::events::EventSink;
-use crate::live::Progress;
+use crate::live::{HostBoard, Progress};
 use crate::page::Reader;
 use crate::politeness::hosts::HostRules;
 use crate::politeness::prepare::Preparer;
@@ -98,8 +98,11 @@ where
     store.admit_seeds(&run.seeds).await?;
     let failure = Arc::new(Failure::default());
     let (tx, rx) = async_channel::bounded(run.config.concurrency);
-    let dispatcher = dispatcher(&store, &run);
-    let mut workers = start_workers(&store, &mut run, &failure, rx);
+    let hosts = host_rules(&run.config);
+    // Counted per page only when the run serves its page.
+    let board = (!run.config.ui.is_empty()).then(|| run.progress.watch_hosts(&store, &hosts));
+    let dispatcher = dispatcher(&store, &run, hosts, board.clone());
+    let mut workers = start_workers(&store, &mut run, &failure, rx, board);
     let drained = dispatch(dispatcher, tx, &run.cancel, shutdown).await;
     // The dispatcher dropped the channel's sender: workers finish what they hold.
     join_pool(&mut workers, &run.cancel, run.config.grace_period).await;
@@ -140,6 +143,7 @@ fn start_workers<S: Store>(
     run: &mut Run,
     failure: &Arc<Failure>,
     rx: async_channel::Receiver<crate::store::Job<S>>,
+    board: Option<Arc<HostBoard<S::Host>>>,
 ) -> tokio::task::JoinSet<()>
 where
     Error: From<S::Error>,
@@ -159,6 +163,7 @@ where
         hook,
         events,
         failure: failure.clone(),
+        board,
     });
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..run.config.concurrency {
@@ -167,13 +172,23 @@ where
     workers
 }
 
-/// The dispatcher, with the host preparation it starts.
-fn dispatcher<S: Store>(store: &Arc<S>, run: &Run) -> Dispatcher<S> {
-    let config = &run.config;
-    let hosts = Arc::new(HostRules::new(
+/// What this process learns of each host: robots.txt unless ignored, and whether sitemaps
+/// are read.
+fn host_rules<H: std::hash::Hash + Eq + Clone>(config: &CrawlConfig) -> Arc<HostRules<H>> {
+    Arc::new(HostRules::new(
         (!config.ignore_robots).then(|| product_token(&config.user_agent).to_ascii_lowercase()),
         config.sitemaps,
-    ));
+    ))
+}
+
+/// The dispatcher, with the host preparation it starts.
+fn dispatcher<S: Store>(
+    store: &Arc<S>,
+    run: &Run,
+    hosts: Arc<HostRules<S::Host>>,
+    board: Option<Arc<HostBoard<S::Host>>>,
+) -> Dispatcher<S> {
+    let config = &run.config;
     Dispatcher {
         store: store.clone(),
         hosts: hosts.clone(),
@@ -187,6 +202,7 @@ fn dispatcher<S: Store>(store: &Arc<S>, run: &Run) -> Dispatcher<S> {
         cancel: run.cancel.clone(),
         stats: run.progress.stats.clone(),
         rules: run.rules.clone(),
+        board,
     }
 }
 

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admit::{plan_redirect, Outlinks, Rules};
 use crate::events::{EventSink, Page};
+use crate::live::HostBoard;
 use crate::page::{Ask, Outcome, Reader};
 use crate::result::{ErrorKind, PageResult};
 use crate::stats::Stats;
@@ -95,6 +96,8 @@ pub struct Worker<S: Store> {
     pub events: Option<EventSink>,
     /// The error that stopped the crawl.
     pub failure: Arc<Failure>,
+    /// The live page's hosts, when the run serves its page.
+    pub board: Option<Arc<HostBoard<S::Host>>>,
 }
 
 /// One attempt at a URL: a result to store, or another try later.
@@ -140,6 +143,9 @@ where
         };
         crate::failpoint::hit(crate::failpoint::Point::AfterFetch);
         self.stats.record(&job.url, &done.result, done.links.len());
+        if let Some(board) = &self.board {
+            board.record(&job.host, &job.url, &done.result);
+        }
         let event = done.page.filter(|_| self.events.is_some());
         self.store.complete(job, done.result, done.links).await?;
         if let (Some(sink), Some(event)) = (&self.events, event) {

@@ -52,8 +52,47 @@ pub enum Verdict {
 
 enum State {
     Preparing,
-    Ready(Arc<Robots>, Instant),
+    /// `read`: the rules are robots.txt's (else it was unavailable: all disallowed).
+    Ready {
+        robots: Arc<Robots>,
+        until: Instant,
+        read: bool,
+    },
     Unreachable(Arc<Unreachable>, Instant),
+}
+
+/// Where a host's robots.txt stands in this process, for the live hosts table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RobotsState {
+    /// robots.txt is not obeyed in this crawl.
+    Ignored,
+    /// Not asked for yet.
+    Unknown,
+    /// Being read (or read again, once a day).
+    Fetching,
+    /// Read: this many allow and disallow lines govern us (none for a 4xx).
+    Read {
+        /// The rule lines for our product token.
+        rules: usize,
+    },
+    /// It answered 5xx (or 429) every time: everything is disallowed.
+    Unavailable,
+    /// No response at all: the host's URLs are recorded as failed.
+    Unreachable,
+}
+
+impl RobotsState {
+    /// The name shown on the page and in its JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RobotsState::Ignored => "ignored",
+            RobotsState::Unknown => "unknown",
+            RobotsState::Fetching => "fetching",
+            RobotsState::Read { .. } => "read",
+            RobotsState::Unavailable => "unavailable",
+            RobotsState::Unreachable => "unreachable",
+        }
+    }
 }
 
 /// See the module doc.
@@ -89,7 +128,7 @@ impl<H: Hash + Eq + Clone> HostRules<H> {
         let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
         match hosts.get(host) {
             Some(State::Preparing) => Verdict::Wait,
-            Some(State::Ready(robots, until)) if *until > now => match &self.agent {
+            Some(State::Ready { robots, until, .. }) if *until > now => match &self.agent {
                 Some(agent) if !robots.is_allowed(agent, url) => Verdict::Disallowed,
                 _ => Verdict::Fetch,
             },
@@ -104,10 +143,36 @@ impl<H: Hash + Eq + Clone> HostRules<H> {
         }
     }
 
-    /// `host`'s rules are known: obey `robots` for the next day.
-    pub fn ready(&self, host: H, robots: Arc<Robots>) {
+    /// `host`'s rules are known: obey `robots` for the next day (`read`: robots.txt's own,
+    /// else everything disallowed because it was unavailable).
+    pub fn ready(&self, host: H, robots: Arc<Robots>, read: bool) {
         let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
-        hosts.insert(host, State::Ready(robots, Instant::now() + ROBOTS_TTL));
+        let until = Instant::now() + ROBOTS_TTL;
+        hosts.insert(
+            host,
+            State::Ready {
+                robots,
+                until,
+                read,
+            },
+        );
+    }
+
+    /// Where `host`'s robots.txt stands.
+    pub fn robots_state(&self, host: &H) -> RobotsState {
+        let Some(agent) = &self.agent else {
+            return RobotsState::Ignored;
+        };
+        let hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        match hosts.get(host) {
+            None => RobotsState::Unknown,
+            Some(State::Preparing) => RobotsState::Fetching,
+            Some(State::Ready { read: false, .. }) => RobotsState::Unavailable,
+            Some(State::Ready { robots, .. }) => RobotsState::Read {
+                rules: robots.rule_count(agent),
+            },
+            Some(State::Unreachable(..)) => RobotsState::Unreachable,
+        }
     }
 
     /// `host` gave no response to its robots.txt: its URLs fail with `why` for the next day.
@@ -134,10 +199,13 @@ mod tests {
             Verdict::Prepare { first: true }
         );
         assert_eq!(rules.check(&1, &url("/b"), now), Verdict::Wait);
+        assert_eq!(rules.robots_state(&1), RobotsState::Fetching);
         rules.ready(
             1,
             Arc::new(Robots::parse(b"User-agent: *\nDisallow: /private\n")),
+            true,
         );
+        assert_eq!(rules.robots_state(&1), RobotsState::Read { rules: 1 });
         assert_eq!(rules.check(&1, &url("/a"), now), Verdict::Fetch);
         assert_eq!(
             rules.check(&1, &url("/private/x"), now),
@@ -155,6 +223,7 @@ mod tests {
         };
         rules.check(&2, &url("/a"), now);
         rules.unreachable(2, why);
+        assert_eq!(rules.robots_state(&2), RobotsState::Unreachable);
         assert!(matches!(
             rules.check(&2, &url("/a"), now),
             Verdict::Unreachable(w) if w.kind == ErrorKind::Dns
@@ -162,5 +231,6 @@ mod tests {
         // Nothing to prepare: everything is fetched at once.
         let none = HostRules::<u32>::new(None, false);
         assert_eq!(none.check(&1, &url("/private"), now), Verdict::Fetch);
+        assert_eq!(none.robots_state(&1), RobotsState::Ignored);
     }
 }

@@ -93,7 +93,7 @@ where
             }
         }
         let robots = Arc::new(robots);
-        self.hosts.ready(host.clone(), robots.clone());
+        self.hosts.ready(host.clone(), robots.clone(), readable);
         let _ = ready.send(host.clone());
         if self.sitemaps && first && readable {
             self.read_sitemaps(&host, &url, &robots).await?;

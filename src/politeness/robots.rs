@@ -153,6 +153,11 @@ impl Robots {
         self.groups_for(user_agent).find_map(|g| g.crawl_delay)
     }
 
+    /// How many allow and disallow lines govern `user_agent` (for the live hosts table).
+    pub fn rule_count(&self, user_agent: &str) -> usize {
+        self.groups_for(user_agent).map(|g| g.rules.len()).sum()
+    }
+
     /// The `Sitemap:` values, as written and in order; relative ones are not resolved.
     pub fn sitemaps(&self) -> &[String] {
         &self.sitemaps

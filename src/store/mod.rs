@@ -115,6 +115,20 @@ pub struct FrontierCounts {
     pub retrying: usize,
 }
 
+/// What the store knows of one host now, for a live hosts table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct HostState {
+    /// Request slots taken (what `per-host` counts): this process's for a local store,
+    /// every process's for a Redis store.
+    pub in_flight: u64,
+    /// The spacing between its requests: the configuration's, or its robots.txt
+    /// Crawl-delay when longer.
+    pub delay: Duration,
+    /// No request starts before then (a 429 or 503's Retry-After), Unix ms; `None` when
+    /// not paused. A Redis store's is the crawl-wide pause every process obeys.
+    pub paused_until: Option<i64>,
+}
+
 /// Where the crawl stands when a run ends.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Finished {
@@ -228,6 +242,13 @@ pub(crate) trait Store: Send + Sync + Sized + 'static {
 
     /// Counts for progress displays.
     fn counts(&self) -> FrontierCounts;
+
+    /// What the store knows of each of `hosts` now, in their order: read only when a
+    /// live page asks, so it may cost a round trip.
+    fn host_states(
+        &self,
+        hosts: Vec<Self::Host>,
+    ) -> impl Future<Output = Result<Vec<HostState>, Self::Error>> + Send;
 
     /// The visited set's footprint, for a store that keeps it in this process.
     fn footprint(&self) -> Footprint {

@@ -1,11 +1,12 @@
 //! The running crawl's figures for the live section: a [`Progress`] snapshot (the same
 //! counters as the progress line and the metrics endpoint, the same for a SQLite and a
-//! Redis crawl), read when the page asks and never otherwise.
+//! Redis crawl), its hosts table and its last pages and errors, all from the running
+//! process's memory (and, for a Redis crawl's hosts, from Redis), read when the page asks
+//! and never otherwise.
 //!
-//! The hosts table and the last pages and errors come from the crawl's file instead (the
-//! collected file of a Redis crawl): each is one scan of `urls`, so the page asks for them
-//! less often than for the snapshot. What the engine holds only in memory per host (in
-//! flight, the delay, robots.txt's state) is not in the snapshot, and not shown.
+//! For a crawl that does not run in this process (`trawl serve`), the hosts table and the
+//! last pages come from the crawl's file instead: each is one scan of `urls`, fine for a
+//! finished file.
 
 use serde_json::{json, Value};
 
@@ -16,12 +17,26 @@ use crate::store::{now_ms, SqliteStore, UrlState};
 const HOSTS: i64 = 50;
 const RECENT: i64 = 10;
 
-/// `/api/live`: the snapshot, or `{"running": false}` when no crawl runs in this process.
-pub(super) fn snapshot(progress: Option<&Progress>) -> Value {
-    match progress {
-        Some(p) => figures(&p.snapshot()),
-        None => json!({ "running": false }),
-    }
+/// `/api/live`: the snapshot with the hosts and the last pages, or `{"running": false}`
+/// when no crawl runs in this process.
+pub(super) async fn snapshot(progress: Option<&Progress>) -> Value {
+    let Some(p) = progress else {
+        return json!({ "running": false });
+    };
+    let mut v = figures(&p.snapshot());
+    v["hosts"] = live_hosts(p).await["rows"].take();
+    v["recent"] = live_recent(p);
+    v
+}
+
+/// `/api/hosts` while a crawl runs in this process.
+pub(super) async fn live_hosts(p: &Progress) -> Value {
+    json!({ "rows": p.hosts().await })
+}
+
+/// `/api/recent` while a crawl runs in this process.
+pub(super) fn live_recent(p: &Progress) -> Value {
+    serde_json::to_value(p.recent()).unwrap_or_else(|e| json!({ "error": e.to_string() }))
 }
 
 fn figures(s: &ProgressSnapshot) -> Value {
@@ -52,7 +67,8 @@ fn figures(s: &ProgressSnapshot) -> Value {
     })
 }
 
-/// `/api/hosts`: the hosts with the most URLs, with their counts and any pause.
+/// `/api/hosts` of a crawl's file: the hosts with the most URLs, with their counts and any
+/// pause.
 pub(super) fn hosts(store: &SqliteStore) -> rusqlite::Result<Value> {
     let (done, failed, queued) = (
         UrlState::Done as i64,
@@ -85,7 +101,7 @@ pub(super) fn hosts(store: &SqliteStore) -> rusqlite::Result<Value> {
     Ok(json!({ "rows": rows }))
 }
 
-/// `/api/recent`: the last pages fetched and the last failures.
+/// `/api/recent` of a crawl's file: the last pages fetched and the last failures.
 pub(super) fn recent(store: &SqliteStore) -> rusqlite::Result<Value> {
     let (done, failed) = (UrlState::Done as i64, UrlState::Failed as i64);
     let query = |states: &str| -> rusqlite::Result<Vec<Value>> {

@@ -87,10 +87,14 @@ async fn answer(
         ));
     }
     let path = req.uri().path().to_owned();
-    Ok(match path.as_str() {
-        "/" | "/page" | "/index.html" => html(),
-        "/api/live" => ok(live::snapshot(shared.sources.progress.as_ref())),
-        p if p.starts_with("/api/") => {
+    let progress = shared.sources.progress.as_ref();
+    Ok(match (path.as_str(), progress) {
+        ("/" | "/page" | "/index.html", _) => html(),
+        ("/api/live", _) => ok(live::snapshot(progress).await),
+        // A crawl running here answers from memory: no scan of a growing file per poll.
+        ("/api/hosts", Some(p)) => ok(live::live_hosts(p).await),
+        ("/api/recent", Some(p)) => ok(live::live_recent(p)),
+        (p, _) if p.starts_with("/api/") => {
             let shared = shared.clone();
             let p = p.to_owned();
             tokio::task::spawn_blocking(move || from_file(&shared, &p, &query))
@@ -106,7 +110,8 @@ fn from_file(shared: &Shared, path: &str, query: &str) -> Answer {
     let (Some(db), Some(cache)) = (&shared.sources.db, &shared.cache) else {
         return error(
             StatusCode::NOT_FOUND,
-            "this crawl has no file here (a Redis crawl without --db): only /api/live",
+            "this crawl has no file here (a Redis crawl without --db): only /api/live, \
+             /api/hosts and /api/recent",
         );
     };
     match read(db, cache, path, query) {

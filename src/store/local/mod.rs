@@ -38,7 +38,7 @@ use self::pending::{HostId, PageRecord, Pending, UrlId};
 use self::sqlite::SqliteStore;
 use self::visited::{Footprint, Visited};
 use self::writer::{StoreWriter, WriterHandle};
-use super::{now_ms, Finished, FrontierCounts, Job, SitemapDoc, Store, Taken};
+use super::{now_ms, Finished, FrontierCounts, HostState, Job, SitemapDoc, Store, Taken};
 use crate::admit::{Outlinks, Rules, SkipReason};
 use crate::config::CrawlConfig;
 use crate::result::PageResult;
@@ -396,6 +396,13 @@ impl Store for LocalStore {
 
     fn counts(&self) -> FrontierCounts {
         self.frontier.counts()
+    }
+
+    async fn host_states(&self, hosts: Vec<HostId>) -> Result<Vec<HostState>, StoreError> {
+        Ok(hosts
+            .into_iter()
+            .map(|h| self.frontier.host_state(h))
+            .collect())
     }
 
     fn footprint(&self) -> Footprint {

@@ -493,6 +493,17 @@ impl Queue {
         Ok(won == 1)
     }
 
+    /// `host`'s request slots taken by every process now, and the end of its crawl-wide
+    /// pause (Unix ms, Redis's clock), if paused. Read-only: safe to abandon midway.
+    pub async fn host_now(&self, host: &str) -> Result<(u64, Option<i64>), DistError> {
+        let k = self.keys.host(host);
+        let (taken, paused): (u64, i64) = self
+            .redis
+            .script(&scripts::HOST_NOW, &[&k.state, &k.tokens], &[])
+            .await?;
+        Ok((taken, (paused > 0).then_some(paused)))
+    }
+
     /// Pause `host` for every process.
     pub async fn pause(&self, host: &str, wait: Duration) -> Result<(), DistError> {
         self.not_before(host, "paused_until", wait).await

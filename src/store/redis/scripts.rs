@@ -294,6 +294,18 @@ return at"
     ))
 });
 
+/// What a live hosts table shows of a host, crawl-wide: its request slots taken now (by
+/// every process) and the end of its pause, 0 when not paused. KEYS: state, tokens.
+pub static HOST_NOW: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{NOW}
+local taken = redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')
+local paused = tonumber(redis.call('HGET', KEYS[1], 'paused_until') or '0')
+if paused <= now then paused = 0 end
+return {{taken, paused}}"
+    ))
+});
+
 /// Work left on a host's part in a shard: queued + leased + waiting to retry. KEYS: queue,
 /// leases, retries.
 pub static LEFT: LazyLock<Script> = LazyLock::new(|| {

@@ -19,7 +19,7 @@ use crate::admit::{Candidate, Outlinks, Rules, SkipReason};
 use crate::config::CrawlConfig;
 use crate::result::{ErrorKind, PageResult};
 use crate::stats::Stats;
-use crate::store::{Finished, FrontierCounts, Job, SitemapDoc, Store, Taken};
+use crate::store::{Finished, FrontierCounts, HostState, Job, SitemapDoc, Store, Taken};
 use crate::traps::query_group;
 use crate::url_norm::{host_key, key_hash};
 use crate::warc::CommitBarrier;
@@ -491,6 +491,21 @@ impl Store for RedisStore {
             in_flight: self.held.len(),
             ..FrontierCounts::default()
         }
+    }
+
+    async fn host_states(&self, hosts: Vec<String>) -> Result<Vec<HostState>, DistError> {
+        // One script per host (each on its own slot), sent together.
+        let reads = hosts.iter().map(|h| self.queue.host_now(h));
+        let read = futures_util::future::try_join_all(reads).await?;
+        Ok(hosts
+            .iter()
+            .zip(read)
+            .map(|(host, (in_flight, paused_until))| HostState {
+                in_flight,
+                delay: self.interval_of(host),
+                paused_until,
+            })
+            .collect())
     }
 
     async fn finish(&self, drained: bool) -> Result<Finished, DistError> {

@@ -199,14 +199,47 @@
   };
 
   function hostsInto(box) {
-    return api("/api/hosts").then(function (h) {
-      box.replaceChildren(el("h2", {}, "hosts"), table(["host", "urls", "done", "failed", "queued", "errors", "paused until"], h.rows,
-        function (r, c) {
-          if (c === "paused until") return r.paused_until ? new Date(r.paused_until).toLocaleTimeString() : null;
-          return r[c];
-        }));
-      box.querySelectorAll("tbody tr td:first-child").forEach(function (td) { td.setAttribute("data-host", td.textContent); });
+    return api("/api/hosts").then(function (h) { hostsTable(box, h.rows); });
+  }
+
+  // A running crawl's hosts (from its memory) or a file's (from its urls table).
+  const hostColumns = {
+    live: ["host", "in flight", "delay", "paused until", "robots", "pages", "errors"],
+    file: ["host", "urls", "done", "failed", "queued", "errors", "paused until"],
+  };
+  function hostsTable(box, rows) {
+    const running = rows.length > 0 && "in_flight" in rows[0];
+    box.replaceChildren(el("h2", {}, "hosts"), table(hostColumns[running ? "live" : "file"], rows,
+      function (r, c) {
+        if (c === "paused until") return r.paused_until ? new Date(r.paused_until).toLocaleTimeString() : null;
+        if (c === "in flight") return r.in_flight;
+        if (c === "delay") return r.delay_ms === null ? null : r.delay_ms + " ms";
+        if (c === "robots") return r.robots === "read" ? "read, " + r.robots_rules + " rules" : r.robots;
+        return r[c];
+      }));
+    box.querySelectorAll("tbody tr").forEach(function (tr, i) {
+      const r = rows[i];
+      if (!r) return;
+      tr.firstChild.setAttribute("data-host", r.host);
+      if (running) {
+        tr.children[1].setAttribute("data-in-flight", r.in_flight === null ? "" : r.in_flight);
+        tr.children[2].setAttribute("data-delay-ms", r.delay_ms === null ? "" : r.delay_ms);
+        tr.children[3].setAttribute("data-paused-until", r.paused_until || "");
+        tr.children[4].setAttribute("data-robots", r.robots);
+      }
     });
+  }
+
+  function recentInto(box, r) {
+    const cols = ["url", "status", "error", "ms"];
+    const cell = function (x, c) {
+      if (c === "url") return pageLink(x.url);
+      if (c === "status") return statusCell(x.status, x.error_kind ? "failed" : "");
+      if (c === "error") return x.error_kind;
+      return x.fetch_ms;
+    };
+    box.replaceChildren(el("h2", {}, "last pages"), table(cols, r.pages, cell),
+      el("h2", {}, "last errors"), table(cols, r.errors, cell));
   }
 
   function pageView() {
@@ -236,7 +269,8 @@
     });
   }
 
-  // The live section: the snapshot every second, hosts and the last pages every 5 s.
+  // The live section: the snapshot with its hosts and last pages every second (all from
+  // the crawl's memory).
   const history = [];
   function liveView() {
     const figs = el("div", { class: "figures", id: "live" });
@@ -257,23 +291,12 @@
         chart.replaceChildren(el("h2", {}, "pages per second"), rateChart());
         errors.replaceChildren(el("h2", {}, "errors by kind"),
           table(["kind", "count"], Object.entries(s.errors), function (r, c) { return c === "kind" ? r[0] : r[1]; }));
+        hostsTable(hosts, s.hosts);
+        recentInto(recent, s.recent);
       });
     }
-    function slow() {
-      return Promise.all([hostsInto(hosts), api("/api/recent").then(function (r) {
-        const cols = ["url", "status", "error", "ms"];
-        const cell = function (x, c) {
-          if (c === "url") return pageLink(x.url);
-          if (c === "status") return statusCell(x.status, x.error_kind ? "failed" : "");
-          if (c === "error") return x.error_kind;
-          return x.fetch_ms;
-        };
-        recent.replaceChildren(el("h2", {}, "last pages"), table(cols, r.pages, cell),
-          el("h2", {}, "last errors"), table(cols, r.errors, cell));
-      })]).catch(function () {});
-    }
-    timers.push(setInterval(tick, 1000), setInterval(slow, 5000));
-    return Promise.all([tick(), slow()]);
+    timers.push(setInterval(tick, 1000));
+    return tick();
   }
 
   // Pages per second between successive polls, as an SVG polyline.

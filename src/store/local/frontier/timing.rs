@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::super::pending::HostId;
 use super::Frontier;
+use crate::store::HostState;
 
 /// When one host's next request may start.
 #[derive(Debug, Default)]
@@ -17,6 +18,9 @@ pub(super) struct HostTiming {
     next_at: Option<Instant>,
     /// Spacing between request starts; zero for none.
     interval: Duration,
+    /// The end of the latest 429/503 pause, kept apart from `next_at` (which spacing
+    /// moves too) for the live hosts table.
+    paused_until: Option<Instant>,
     /// In [`TimedHosts`], waiting for `next_at`.
     timed: bool,
 }
@@ -136,6 +140,7 @@ impl Frontier {
         let mut st = self.lock();
         let h = &mut st.host(host).timing;
         h.next_at = Some(h.next_at.map_or(until, |t| t.max(until)));
+        h.paused_until = Some(h.paused_until.map_or(until, |t| t.max(until)));
         self.relist(&mut st, host, Instant::now());
     }
 
@@ -168,6 +173,22 @@ impl Frontier {
         let earliest = now + interval;
         if h.next_at.is_none_or(|t| t < earliest) {
             h.next_at = Some(earliest);
+        }
+    }
+
+    /// What the live hosts table shows of `host`: slots taken, spacing, pause.
+    pub(crate) fn host_state(&self, host: HostId) -> HostState {
+        let now = Instant::now();
+        let mut st = self.lock();
+        let h = st.host(host);
+        HostState {
+            in_flight: h.in_flight as u64,
+            delay: self.spacing.of(&h.timing),
+            paused_until: h
+                .timing
+                .paused_until
+                .filter(|&t| t > now)
+                .map(|t| crate::result::now_ms() + t.duration_since(now).as_millis() as i64),
         }
     }
 
@@ -255,5 +276,20 @@ mod tests {
             Err(Some(at)) => assert!(at >= before + Duration::from_secs(5)),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn the_live_state_shows_slots_spacing_and_only_a_pause_not_the_spacing() {
+        let (f, d) = spaced(Duration::from_secs(1));
+        f.push(vec![item(&d, 0, 0)]);
+        let _taken = pop(&f).expect("a URL");
+        f.set_interval(0, Duration::from_secs(3));
+        let s = f.host_state(0);
+        assert_eq!((s.in_flight, s.delay), (1, Duration::from_secs(3)));
+        assert_eq!(s.paused_until, None, "spacing is not a pause");
+        f.pause(0, Instant::now() + Duration::from_secs(60));
+        let until = f.host_state(0).paused_until.expect("paused");
+        let left = until - crate::result::now_ms();
+        assert!((59_000..=60_000).contains(&left), "{left}");
     }
 }

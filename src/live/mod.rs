@@ -1,10 +1,18 @@
-//! A live view of a running crawl for progress displays and the metrics endpoint: the
-//! run's counters and what the store holds, read at any time without disturbing the
-//! crawl.
+//! A live view of a running crawl for progress displays, the metrics endpoint and the
+//! crawl's page: the run's counters and what the store holds, read at any time without
+//! disturbing the crawl; for the page, its hosts (`hosts`) and last pages (`recent`).
+
+mod hosts;
+mod recent;
 
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 
+pub(crate) use self::hosts::HostBoard;
+pub use self::hosts::HostRow;
+use self::hosts::{HostsView, Watched};
+pub use self::recent::{RecentPage, RecentPages};
+use crate::politeness::hosts::HostRules;
 use crate::stats::{RunCounts, Stats};
 use crate::store::{Footprint, FrontierCounts, Store};
 
@@ -30,6 +38,9 @@ pub struct Progress {
     pub(crate) stats: Arc<Stats>,
     /// Weak: a progress display outliving the run must not keep the store open.
     store: Arc<OnceLock<Weak<dyn StoreView>>>,
+    /// Set only when the run serves its page: otherwise the engine counts nothing per
+    /// host.
+    hosts: Arc<OnceLock<Arc<dyn HostsView>>>,
     pub(crate) started: Instant,
 }
 
@@ -54,6 +65,7 @@ impl Progress {
         Progress {
             stats: Arc::new(Stats::default()),
             store: Arc::new(OnceLock::new()),
+            hosts: Arc::new(OnceLock::new()),
             started: Instant::now(),
         }
     }
@@ -62,6 +74,35 @@ impl Progress {
     pub(crate) fn watch<S: Store>(&self, store: &Arc<S>) {
         let view: Arc<dyn StoreView> = store.clone();
         let _ = self.store.set(Arc::downgrade(&view));
+    }
+
+    /// Show the hosts of `store`'s run, prepared by `rules`, from now on: the board the
+    /// engine then counts each page on.
+    pub(crate) fn watch_hosts<S: Store>(
+        &self,
+        store: &Arc<S>,
+        rules: &Arc<HostRules<S::Host>>,
+    ) -> Arc<HostBoard<S::Host>> {
+        let watched = Watched::new(store, rules);
+        let board = watched.board();
+        let _ = self.hosts.set(Arc::new(watched));
+        board
+    }
+
+    /// The hosts table: the hosts of this run with most pages, with what the store knows
+    /// of each now (see [`HostRow`] for which figures are crawl-wide). Empty unless the
+    /// run serves its page (`ui`).
+    pub async fn hosts(&self) -> Vec<HostRow> {
+        match self.hosts.get() {
+            Some(view) => view.hosts().await,
+            None => Vec::new(),
+        }
+    }
+
+    /// The last pages this process fetched and its last errors. Empty unless the run
+    /// serves its page (`ui`).
+    pub fn recent(&self) -> RecentPages {
+        self.hosts.get().map(|v| v.recent()).unwrap_or_default()
     }
 
     /// Read the counters now.
