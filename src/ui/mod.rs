@@ -2,9 +2,10 @@
 //! runs. One HTML page (embedded, plain JavaScript, no build step) and the JSON endpoints
 //! it reads, which scripts may read too.
 //!
-//! Nothing here writes: the file is opened read-only for each request, and the live
-//! figures are a [`Progress`] snapshot taken when asked for, so a crawl nobody watches
-//! does no work for its page.
+//! Nothing here writes to the crawl: its file is opened read-only for each request (the
+//! page's own index of it is a second file, `cache`), and the live figures are a
+//! [`Progress`] snapshot taken when asked for. What the crawl does for its page per page
+//! is two counters and a bounded ring of the last pages, and only with `--ui`.
 //!
 //! - `server`: the accept loop and the routes (hyper, on the caller's runtime);
 //! - `auth`: which addresses may be served without a token, and the token check;

@@ -40,7 +40,8 @@ pub(super) struct Links {
 }
 
 /// The columns [`url_row`] reads.
-pub(super) const URL_COLUMNS: &str = "id, coalesce(url, key), state, status, content_type, title, depth, \
+pub(super) const URL_COLUMNS: &str =
+    "id, coalesce(url, key), state, status, content_type, title, depth, \
      error_kind, error, fetched_at, fetch_ms, size, edges_from, outlinks";
 
 /// The view of `url` (as fetched or in any spelling with its canonical key), or of id

@@ -17,6 +17,7 @@ pub mod run;
 pub mod server;
 pub mod site;
 pub mod sitemapped;
+pub mod ui;
 
 pub use server::SiteServer;
 pub use site::{Expected, ExpectedPage, Site, SiteSpec, NEVER_FETCHED};
