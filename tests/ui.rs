@@ -461,6 +461,11 @@ async fn the_page_shows_the_crawl_in_a_browser() {
     let outlinks = &dom[dom.find("id=\"outlinks\"").expect("outlinks")..];
     assert!(outlinks.contains(&format!("data-page=\"{target}\"")));
 
+    // The pages table, filtered to 4xx: the 404 is there, and no page that answered 2xx.
+    let dom = dump_dom(&format!("{u}/#/pages?class=4xx")).await;
+    assert!(dom.contains(&format!("data-page=\"{target}\"")), "{dom}");
+    assert!(!dom.contains(&format!("data-page=\"{source}\"")), "{dom}");
+
     let png = dir.path().join("summary.png");
     screenshot(&format!("{u}/#/summary"), &png).await;
     let bytes = std::fs::read(&png).unwrap();
