@@ -41,6 +41,8 @@ async fn a_running_crawl_shows_its_live_figures() {
     let first = wait_live(&u, |v| pages(v) >= 2).await;
     let later = wait_live(&u, |v| pages(v) > pages(&first)).await;
     assert!(later["queued"].is_u64() && later["fetching"].is_u64());
+    // Alone in its crawl: no whole-crawl figures beside its own.
+    assert!(later["crawl"].is_null(), "{later}");
     let dom = dump_dom(&format!("{u}/#/live")).await;
     let shown: u64 = text_of(&dom, "data-figure", "pages")
         .unwrap_or_else(|| panic!("no live figures in {dom}"))
@@ -185,7 +187,7 @@ async fn a_429_shows_its_pause_on_the_host() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_crawl_shows_the_crawl_wide_host_figures() {
     let redis = RedisServer::start();
-    let site = Adhoc::start(slow_site(30)).await;
+    let site = Adhoc::start(slow_site(60)).await;
     let host = site.base.trim_start_matches("http://").to_owned();
     let id = "uihosts";
     let (_crawl, u) = live_crawl(
@@ -198,6 +200,26 @@ async fn a_redis_crawl_shows_the_crawl_wide_host_figures() {
     .await;
     assert_eq!(row["robots"], "read", "{row}");
     assert_eq!(row["delay_ms"], 250, "{row}");
+    // A second process joins (without a page): the whole crawl's figures count both.
+    let _second = tokio::process::Command::new(bin())
+        .args(["crawl", &format!("{}/", site.base), "-q", "--no-progress"])
+        .args(["--store", &redis.url(), "--crawl-id", id])
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let live = wait_live(&u, |v| v["crawl"]["processes"] == 2).await;
+    let crawl = &live["crawl"];
+    assert!(crawl["known"].as_u64() >= Some(60), "{crawl}");
+    assert!(crawl["pages"].as_u64() >= Some(1), "{crawl}");
+    let own = json(&format!("{u}/api/live")).await;
+    assert_eq!(own["crawl"]["processes"], 2, "{own}");
+    let dom = dump_dom(&format!("{u}/#/live")).await;
+    assert_eq!(
+        text_of(&dom, "data-figure", "crawl-processes").as_deref(),
+        Some("2"),
+        "{dom}"
+    );
     // A pause as another process of the crawl would set it, in Redis: this process never
     // saw a 429, yet its page shows the pause every process obeys.
     let until = now_ms() + 60_000;

@@ -13,7 +13,7 @@
 use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
 use futures_util::future::BoxFuture;
@@ -23,7 +23,7 @@ use url::Url;
 use super::recent::{Recent, RecentPages};
 use crate::politeness::hosts::{HostRules, RobotsState};
 use crate::result::PageResult;
-use crate::store::{HostState, Store};
+use crate::store::{CrawlWide, HostState, Store};
 use crate::url_norm::host_key;
 
 /// Rows of the live hosts table at most.
@@ -136,10 +136,17 @@ impl<H: Hash + Eq + Clone> HostBoard<H> {
     }
 }
 
+/// How long the crawl-wide figures are kept: reading them is a round trip per host and
+/// shard, too many to make every second.
+const CRAWL_WIDE_EVERY: Duration = Duration::from_secs(5);
+
 /// What the page reads of a running crawl's hosts, whatever its store.
 pub(crate) trait HostsView: Send + Sync {
     /// The hosts table, busiest first.
     fn hosts(&self) -> BoxFuture<'_, Vec<HostRow>>;
+    /// The whole crawl's figures when other processes share it (at most
+    /// [`CRAWL_WIDE_EVERY`] old).
+    fn crawl_wide(&self) -> BoxFuture<'_, Option<CrawlWide>>;
     /// The last pages and errors.
     fn recent(&self) -> RecentPages;
 }
@@ -150,6 +157,8 @@ pub(crate) struct Watched<S: Store> {
     store: Weak<S>,
     board: Arc<HostBoard<S::Host>>,
     rules: Arc<HostRules<S::Host>>,
+    /// The last crawl-wide reading and when it was taken.
+    crawl: std::sync::Mutex<Option<(Instant, Option<CrawlWide>)>>,
 }
 
 impl<S: Store> Watched<S> {
@@ -159,6 +168,7 @@ impl<S: Store> Watched<S> {
             store: Arc::downgrade(store),
             board: Arc::new(HostBoard::new()),
             rules: rules.clone(),
+            crawl: std::sync::Mutex::new(None),
         }
     }
 
@@ -207,6 +217,26 @@ impl<S: Store> HostsView for Watched<S> {
                     }
                 })
                 .collect()
+        })
+    }
+
+    fn crawl_wide(&self) -> BoxFuture<'_, Option<CrawlWide>> {
+        Box::pin(async move {
+            let kept = *self.crawl.lock().expect("not poisoned");
+            if let Some((_, figures)) = kept.filter(|(at, _)| at.elapsed() < CRAWL_WIDE_EVERY) {
+                return figures;
+            }
+            let store = self.store.upgrade()?;
+            let figures = match tokio::time::timeout(STORE_WAIT, store.crawl_wide()).await {
+                Ok(Ok(figures)) => figures,
+                Ok(Err(e)) => {
+                    tracing::debug!("the live page has no crawl-wide figures: {e}");
+                    None
+                }
+                Err(_) => None,
+            };
+            *self.crawl.lock().expect("not poisoned") = Some((Instant::now(), figures));
+            figures
         })
     }
 

@@ -14,7 +14,7 @@ use self::hosts::{HostsView, Watched};
 pub use self::recent::{RecentPage, RecentPages};
 use crate::politeness::hosts::HostRules;
 use crate::stats::{RunCounts, Stats};
-use crate::store::{Footprint, FrontierCounts, Store};
+use crate::store::{CrawlWide, Footprint, FrontierCounts, Store};
 
 /// What a progress display reads of a store.
 pub(crate) trait StoreView: Send + Sync {
@@ -97,6 +97,13 @@ impl Progress {
             Some(view) => view.hosts().await,
             None => Vec::new(),
         }
+    }
+
+    /// The whole crawl's figures when other processes share it (a Redis crawl), at most a
+    /// few seconds old; `None` for a crawl this process is alone in, or unless the run
+    /// serves its page (`ui`).
+    pub async fn crawl_wide(&self) -> Option<CrawlWide> {
+        self.hosts.get()?.crawl_wide().await
     }
 
     /// The last pages this process fetched and its last errors. Empty unless the run

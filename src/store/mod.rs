@@ -129,6 +129,32 @@ pub(crate) struct HostState {
     pub paused_until: Option<i64>,
 }
 
+/// A crawl several processes share (a Redis crawl), as every process sees it: read only
+/// when a live page asks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CrawlWide {
+    /// Processes taking part now (beating).
+    pub processes: u64,
+    /// Pages those processes fetched in their runs.
+    pub pages: u64,
+    /// URLs their workers are fetching now.
+    pub fetching: u64,
+    /// URLs they have taken, waiting for a worker.
+    pub waiting: u64,
+    /// URLs known to the crawl.
+    pub known: u64,
+    /// Pages stored (results collected or on their way).
+    pub stored: u64,
+    /// URLs waiting in the queues.
+    pub queued: u64,
+    /// URLs leased by a process now.
+    pub leased: u64,
+    /// URLs waiting to be tried again.
+    pub retrying: u64,
+    /// URLs never to be fetched.
+    pub skipped: u64,
+}
+
 /// Where the crawl stands when a run ends.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Finished {
@@ -249,6 +275,13 @@ pub(crate) trait Store: Send + Sync + Sized + 'static {
         &self,
         hosts: Vec<Self::Host>,
     ) -> impl Future<Output = Result<Vec<HostState>, Self::Error>> + Send;
+
+    /// The whole crawl's figures when other processes share it; `None` when this process
+    /// is the crawl (its own counters say it all). Read only when a live page asks, so it
+    /// may cost round trips.
+    fn crawl_wide(&self) -> impl Future<Output = Result<Option<CrawlWide>, Self::Error>> + Send {
+        async { Ok(None) }
+    }
 
     /// The visited set's footprint, for a store that keeps it in this process.
     fn footprint(&self) -> Footprint {

@@ -26,6 +26,8 @@ pub(super) async fn snapshot(progress: Option<&Progress>) -> Value {
     let mut v = figures(&p.snapshot());
     v["hosts"] = live_hosts(p).await["rows"].take();
     v["recent"] = live_recent(p);
+    // A Redis crawl's figures over every process (null when this process is the crawl).
+    v["crawl"] = serde_json::to_value(p.crawl_wide().await).unwrap_or(Value::Null);
     v
 }
 

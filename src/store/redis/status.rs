@@ -14,7 +14,7 @@ use super::queue::shards_of;
 use super::results::ResultsFile;
 use super::{parse_target, DistError, HEARTBEAT};
 use crate::result::{now_ms, FailedSeed};
-use crate::store::{OpenMode, SqliteStore};
+use crate::store::{CrawlWide, OpenMode, SqliteStore};
 
 /// Counts over every host of a crawl.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
@@ -118,6 +118,53 @@ pub async fn count(redis: &Redis, keys: &CrawlKeys) -> Result<Counts, DistError>
     Ok(c)
 }
 
+/// The processes beating now, by id.
+async fn processes(redis: &Redis, keys: &CrawlKeys) -> Result<Vec<Process>, DistError> {
+    let beats: HashMap<String, String> = redis
+        .cmd(redis::cmd("HGETALL").arg(&keys.processes))
+        .await?;
+    let now = now_ms();
+    let mut processes: Vec<Process> = beats
+        .into_iter()
+        .filter_map(|(id, beat)| {
+            let v: serde_json::Value = serde_json::from_str(&beat).ok()?;
+            let at = v.get("at")?.as_i64()?;
+            Some(Process {
+                id,
+                pages: v.get("pages").and_then(|p| p.as_u64()).unwrap_or(0),
+                fetching: v.get("fetching").and_then(|p| p.as_u64()).unwrap_or(0),
+                waiting: v.get("waiting").and_then(|p| p.as_u64()).unwrap_or(0),
+                seen_ms_ago: now - at,
+            })
+        })
+        // A process killed without a goodbye stops beating; three missed beats and it
+        // is not counted.
+        .filter(|p| p.seen_ms_ago < 3 * HEARTBEAT.as_millis() as i64)
+        .collect();
+    processes.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(processes)
+}
+
+/// The crawl as every process sees it, for a live page: [`count`] and the processes'
+/// beats (each process's figures as of its last beat).
+pub(crate) async fn crawl_wide(redis: &Redis, keys: &CrawlKeys) -> Result<CrawlWide, DistError> {
+    let c = count(redis, keys).await?;
+    let procs = processes(redis, keys).await?;
+    let sum = |f: fn(&Process) -> u64| procs.iter().map(f).sum();
+    Ok(CrawlWide {
+        processes: procs.len() as u64,
+        pages: sum(|p| p.pages),
+        fetching: sum(|p| p.fetching),
+        waiting: sum(|p| p.waiting),
+        known: c.known,
+        stored: c.stored,
+        queued: c.queued,
+        leased: c.leased,
+        retrying: c.retrying,
+        skipped: c.skipped,
+    })
+}
+
 /// Read the status of crawl `crawl_id` in the Redis at `store`.
 pub async fn read(store: &str, crawl_id: &str) -> Result<RedisStatus, DistError> {
     let (url, id) = parse_target(store, Some(crawl_id))?;
@@ -143,29 +190,8 @@ pub async fn read(store: &str, crawl_id: &str) -> Result<RedisStatus, DistError>
         .and_then(|s| serde_json::from_str(s).ok())
         .unwrap_or_default();
     let failed_seeds = failed_seeds(&redis, &keys).await;
-    let beats: HashMap<String, String> = redis
-        .cmd(redis::cmd("HGETALL").arg(&keys.processes))
-        .await?;
+    let processes = processes(&redis, &keys).await?;
     timer.abort();
-    let now = now_ms();
-    let mut processes: Vec<Process> = beats
-        .into_iter()
-        .filter_map(|(id, beat)| {
-            let v: serde_json::Value = serde_json::from_str(&beat).ok()?;
-            let at = v.get("at")?.as_i64()?;
-            Some(Process {
-                id,
-                pages: v.get("pages").and_then(|p| p.as_u64()).unwrap_or(0),
-                fetching: v.get("fetching").and_then(|p| p.as_u64()).unwrap_or(0),
-                waiting: v.get("waiting").and_then(|p| p.as_u64()).unwrap_or(0),
-                seen_ms_ago: now - at,
-            })
-        })
-        // A process killed without a goodbye stops beating; three missed beats and it
-        // is not counted.
-        .filter(|p| p.seen_ms_ago < 3 * HEARTBEAT.as_millis() as i64)
-        .collect();
-    processes.sort_by(|a, b| a.id.cmp(&b.id));
     let finished_at = meta.get("finished_at").and_then(|s| s.parse().ok());
     let state = if finished_at.is_some() {
         "finished"

@@ -19,7 +19,7 @@ use crate::admit::{Candidate, Outlinks, Rules, SkipReason};
 use crate::config::CrawlConfig;
 use crate::result::{ErrorKind, PageResult};
 use crate::stats::Stats;
-use crate::store::{Finished, FrontierCounts, HostState, Job, SitemapDoc, Store, Taken};
+use crate::store::{CrawlWide, Finished, FrontierCounts, HostState, Job, SitemapDoc, Store, Taken};
 use crate::traps::query_group;
 use crate::url_norm::{host_key, key_hash};
 use crate::warc::CommitBarrier;
@@ -506,6 +506,12 @@ impl Store for RedisStore {
                 paused_until,
             })
             .collect())
+    }
+
+    async fn crawl_wide(&self) -> Result<Option<CrawlWide>, DistError> {
+        super::status::crawl_wide(&self.redis, &self.keys)
+            .await
+            .map(Some)
     }
 
     async fn finish(&self, drained: bool) -> Result<Finished, DistError> {

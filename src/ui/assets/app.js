@@ -278,7 +278,8 @@
     const errors = el("div", {});
     const hosts = el("div", { id: "hosts" });
     const recent = el("div", {});
-    view.replaceChildren(el("h2", {}, "live"), figs, chart, errors, hosts, recent);
+    const crawl = el("div", { id: "crawl-wide" });
+    view.replaceChildren(el("h2", {}, "live"), figs, crawl, chart, errors, hosts, recent);
     function tick() {
       return api("/api/live").then(function (s) {
         if (!s.running) { figs.replaceChildren(el("p", {}, "no crawl runs in this process")); return; }
@@ -288,6 +289,14 @@
           figure("rate", s.rate.toFixed(1), "pages/s"), figure("queued", s.queued),
           figure("fetching", s.fetching), figure("waiting", s.waiting),
           figure("in_flight", s.in_flight, "in flight"), figure("retries", s.retries));
+        // A Redis crawl: what every process sees (this process's figures are above).
+        const c = s.crawl;
+        crawl.replaceChildren(...(c ? [el("h2", {}, "whole crawl (every process)"),
+          el("div", { class: "figures" }, figure("crawl-processes", c.processes, "processes"),
+            figure("crawl-pages", c.pages, "pages done"), figure("crawl-known", c.known, "known"),
+            figure("crawl-queued", c.queued, "queued"), figure("crawl-leased", c.leased, "leased"),
+            figure("crawl-fetching", c.fetching, "fetching"), figure("crawl-waiting", c.waiting, "waiting"),
+            figure("crawl-retrying", c.retrying, "retrying"))] : []));
         chart.replaceChildren(el("h2", {}, "pages per second"), rateChart());
         errors.replaceChildren(el("h2", {}, "errors by kind"),
           table(["kind", "count"], Object.entries(s.errors), function (r, c) { return c === "kind" ? r[0] : r[1]; }));
