@@ -9,9 +9,9 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 
 pub(crate) use self::hosts::HostBoard;
-pub use self::hosts::HostRow;
+pub use self::hosts::{HostRow, HOSTS};
 use self::hosts::{HostsView, Watched};
-pub use self::recent::{RecentPage, RecentPages};
+pub use self::recent::{RecentPage, RecentPages, RECENT};
 use crate::politeness::hosts::HostRules;
 use crate::stats::{RunCounts, Stats};
 use crate::store::{CrawlWide, Footprint, FrontierCounts, Store};

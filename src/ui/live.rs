@@ -13,9 +13,8 @@ use serde_json::{json, Value};
 use crate::live::{Progress, ProgressSnapshot};
 use crate::store::{now_ms, SqliteStore, UrlState};
 
-/// Rows of the hosts table and of the last pages and errors.
-const HOSTS: i64 = 50;
-const RECENT: i64 = 10;
+// The file's tables show as many rows as the live ones.
+use crate::live::{HOSTS, RECENT};
 
 /// `/api/live`: the snapshot with the hosts and the last pages, or `{"running": false}`
 /// when no crawl runs in this process.
@@ -87,7 +86,7 @@ pub(super) fn hosts(store: &SqliteStore) -> rusqlite::Result<Value> {
     ))?;
     let now = now_ms();
     let rows = st
-        .query_map([HOSTS], |r| {
+        .query_map([HOSTS as i64], |r| {
             let paused: Option<i64> = r.get(1)?;
             Ok(json!({
                 "host": r.get::<_, String>(0)?,
@@ -112,7 +111,7 @@ pub(super) fn recent(store: &SqliteStore) -> rusqlite::Result<Value> {
              FROM urls WHERE state IN ({states}) AND fetched_at IS NOT NULL
              ORDER BY fetched_at DESC, id DESC LIMIT ?1"
         ))?;
-        let rows = st.query_map([RECENT], |r| {
+        let rows = st.query_map([RECENT as i64], |r| {
             Ok(json!({
                 "url": r.get::<_, String>(0)?,
                 "status": r.get::<_, Option<i64>>(1)?,

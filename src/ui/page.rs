@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::cache::{Cache, Part};
-use super::rows::Window;
+use super::rows::{Rows, Window};
 use super::UiError;
 use crate::link::LinkKind;
 use crate::store::UrlState;
@@ -26,17 +26,8 @@ pub(super) struct PageView {
     pub url: Value,
     /// Links to it in all (from the index: while a crawl runs, as of its last build).
     pub inlinks_total: i64,
-    pub inlinks: Links,
-    pub outlinks: Links,
-}
-
-/// A page of links, each with the URL at its other end.
-#[derive(Debug, Serialize)]
-pub(super) struct Links {
-    pub offset: u64,
-    pub limit: u64,
-    pub more: bool,
-    pub rows: Vec<Value>,
+    pub inlinks: Rows,
+    pub outlinks: Rows,
 }
 
 /// The columns [`url_row`] reads.
@@ -138,7 +129,7 @@ const LINK_COLUMNS: &str = "o.id, coalesce(o.url, o.key), o.state, o.status, e.k
 
 /// Pages linking to `id`, in the order their links were stored, by the index's
 /// `inlinks`.
-fn inlinks(conn: &Connection, id: i64, w: &Window) -> rusqlite::Result<Links> {
+fn inlinks(conn: &Connection, id: i64, w: &Window) -> rusqlite::Result<Rows> {
     let sql = format!(
         "SELECT {LINK_COLUMNS} FROM main.inlinks i JOIN crawl.edges e ON e.rowid = i.edge
              JOIN crawl.urls o ON o.id = e.src
@@ -155,7 +146,7 @@ fn outlinks(
     id: i64,
     range: Option<(i64, i64)>,
     w: &Window,
-) -> rusqlite::Result<Links> {
+) -> rusqlite::Result<Rows> {
     let filter = "(?3 IS NULL OR lower(coalesce(o.url, o.key)) LIKE '%' || ?3 || '%')";
     let (lo, hi) = match range {
         Some((from, n)) => (from, from + n),
@@ -179,31 +170,27 @@ fn links(
     sql: &str,
     params: impl rusqlite::Params,
     w: &Window,
-) -> rusqlite::Result<Links> {
+) -> rusqlite::Result<Rows> {
     let mut st = conn.prepare(sql)?;
-    let mut rows: Vec<Value> = st
+    let rows = st
         .query_map(params, |r| {
             let state = UrlState::from_code(r.get(2)?).map_or("unknown", UrlState::as_str);
             let kind = LinkKind::from_code(r.get(4)?).map_or("unknown", LinkKind::as_str);
-            Ok(json!({
-                "id": r.get::<_, i64>(0)?,
-                "url": r.get::<_, String>(1)?,
-                "state": state,
-                "status": r.get::<_, Option<i64>>(3)?,
-                "kind": kind,
-                "anchor": r.get::<_, Option<String>>(5)?,
-                "fragment": r.get::<_, Option<String>>(6)?,
-                "line": r.get::<_, Option<i64>>(7)?,
-                "column": r.get::<_, Option<i64>>(8)?,
-            }))
+            Ok((
+                None,
+                json!({
+                    "id": r.get::<_, i64>(0)?,
+                    "url": r.get::<_, String>(1)?,
+                    "state": state,
+                    "status": r.get::<_, Option<i64>>(3)?,
+                    "kind": kind,
+                    "anchor": r.get::<_, Option<String>>(5)?,
+                    "fragment": r.get::<_, Option<String>>(6)?,
+                    "line": r.get::<_, Option<i64>>(7)?,
+                    "column": r.get::<_, Option<i64>>(8)?,
+                }),
+            ))
         })?
         .collect::<rusqlite::Result<_>>()?;
-    let more = rows.len() as u64 > w.limit;
-    rows.truncate(w.limit as usize);
-    Ok(Links {
-        offset: w.offset,
-        limit: w.limit,
-        more,
-        rows,
-    })
+    Ok(w.page(rows))
 }

@@ -9,24 +9,11 @@
 use std::path::Path;
 
 use rusqlite::params;
-use serde::Serialize;
-use serde_json::Value;
 
 use super::page::{url_row, URL_COLUMNS};
-use super::rows::Window;
+use super::rows::{Rows, Window};
 use super::UiError;
 use crate::store::{OpenMode, SqliteStore, StoreError, UrlState};
-
-/// One page of URLs.
-#[derive(Debug, Serialize)]
-pub(super) struct Pages {
-    pub offset: u64,
-    pub limit: u64,
-    pub more: bool,
-    /// What to pass as `after` for the next page.
-    pub next: Option<i64>,
-    pub rows: Vec<Value>,
-}
 
 /// Which URLs: `state=done|failed|skipped|queued`, `class=2xx|3xx|4xx|5xx`.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -60,7 +47,7 @@ impl Filter {
 }
 
 /// The URLs of the crawl file `db` in `window`, filtered as `query` says.
-pub(super) fn read(db: &Path, window: &Window, query: &str) -> Result<Pages, UiError> {
+pub(super) fn read(db: &Path, window: &Window, query: &str) -> Result<Rows, UiError> {
     let store = SqliteStore::open(db, OpenMode::Read)?;
     let filter = Filter::parse(query);
     let err = |source| {
@@ -92,20 +79,12 @@ pub(super) fn read(db: &Path, window: &Window, query: &str) -> Result<Pages, UiE
         window.limit + 1,
         offset
     ];
-    let mut rows: Vec<(i64, Value)> = st
-        .query_map(query, |r| url_row(r).map(|(id, _, view)| (id, view)))
+    let rows = st
+        .query_map(query, |r| url_row(r).map(|(id, _, view)| (Some(id), view)))
         .map_err(err)?
         .collect::<rusqlite::Result<_>>()
         .map_err(err)?;
-    let more = rows.len() as u64 > window.limit;
-    rows.truncate(window.limit as usize);
-    Ok(Pages {
-        offset: window.offset,
-        limit: window.limit,
-        more,
-        next: rows.last().map(|(id, _)| *id).filter(|_| more),
-        rows: rows.into_iter().map(|(_, v)| v).collect(),
-    })
+    Ok(window.page(rows))
 }
 
 #[cfg(test)]

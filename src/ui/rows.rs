@@ -49,20 +49,42 @@ impl Window {
     }
 }
 
-/// One page of a table.
+/// One page of a table: a report's rows, URLs, or a URL's links.
 #[derive(Debug, Serialize)]
 pub(super) struct Rows {
     pub offset: u64,
     pub limit: u64,
     /// Whether rows follow this page.
     pub more: bool,
-    /// What to pass as `after` for the next page.
+    /// What to pass as `after` for the next page (`null` for a URL's links, paged by
+    /// offset).
     pub next: Option<i64>,
-    /// When the rows were read from the crawl file (ms since the epoch), and whether it has
-    /// changed since (a running crawl's tables are rebuilt every so often, not per request).
-    pub as_of: i64,
-    pub stale: bool,
+    /// A report's rows: when they were read from the crawl file (ms since the epoch), and
+    /// whether it has changed since (a running crawl's tables are rebuilt every so often,
+    /// not per request).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale: Option<bool>,
     pub rows: Vec<Value>,
+}
+
+impl Window {
+    /// A page of `rows` read with `LIMIT limit + 1` (the extra one only says more
+    /// follow), each with its place for `after` when the table pages by it.
+    pub(super) fn page(&self, mut rows: Vec<(Option<i64>, Value)>) -> Rows {
+        let more = rows.len() as u64 > self.limit;
+        rows.truncate(self.limit as usize);
+        Rows {
+            offset: self.offset,
+            limit: self.limit,
+            more,
+            next: rows.last().and_then(|r| r.0).filter(|_| more),
+            as_of: None,
+            stale: None,
+            rows: rows.into_iter().map(|r| r.1).collect(),
+        }
+    }
 }
 
 /// The rows of report `kind` in `window`.
@@ -86,29 +108,20 @@ pub(super) fn read(
              ORDER BY ord LIMIT ?3 OFFSET ?4"
         ))
         .map_err(|e| cache.index_err(e))?;
-    let mut rows = Vec::new();
-    let mut next = None;
-    let mut more = false;
-    let mut found = st
-        .query(params![after, window.q, window.limit + 1, offset])
+    let rows = st
+        .query_map(params![after, window.q, window.limit + 1, offset], |r| {
+            let row: String = r.get(1)?;
+            Ok((
+                Some(r.get(0)?),
+                serde_json::from_str(&row).unwrap_or(Value::Null),
+            ))
+        })
+        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
         .map_err(|e| cache.index_err(e))?;
-    while let Some(r) = found.next().map_err(|e| cache.index_err(e))? {
-        if rows.len() as u64 == window.limit {
-            more = true;
-            break;
-        }
-        next = Some(r.get::<_, i64>(0).map_err(|e| cache.index_err(e))?);
-        let text: String = r.get(1).map_err(|e| cache.index_err(e))?;
-        rows.push(serde_json::from_str(&text).unwrap_or(Value::Null));
-    }
     Ok(Rows {
-        offset: window.offset,
-        limit: window.limit,
-        more,
-        next: next.filter(|_| more),
-        as_of: at,
-        stale,
-        rows,
+        as_of: Some(at),
+        stale: Some(stale),
+        ..window.page(rows)
     })
 }
 
