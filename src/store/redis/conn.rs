@@ -104,6 +104,9 @@ pub struct Redis {
     cancel: CancellationToken,
     /// Commands sent (a script call or a pipeline's command counts one; retries too).
     sent: Arc<AtomicU64>,
+    /// Calls that failed and were tried again: Redis went away, and may have come back
+    /// without what it was told.
+    interruptions: Arc<AtomicU64>,
 }
 
 impl Redis {
@@ -142,6 +145,7 @@ impl Redis {
                         conn,
                         cancel,
                         sent: Arc::new(AtomicU64::new(0)),
+                        interruptions: Arc::new(AtomicU64::new(0)),
                     });
                 }
                 Err(e) if !retryable(&e) => return Err(DistError::Redis(e)),
@@ -173,6 +177,11 @@ impl Redis {
     /// Commands sent so far by every clone of this connection.
     pub fn sent(&self) -> u64 {
         self.sent.load(Ordering::Relaxed)
+    }
+
+    /// How many calls of every clone of this connection failed and were tried again.
+    pub fn interruptions(&self) -> u64 {
+        self.interruptions.load(Ordering::Relaxed)
     }
 
     /// Run `script` on `keys` (all in one slot) with `args`, trying again while Redis is
@@ -242,6 +251,7 @@ impl Redis {
                 }
                 Err(e) if !retryable(&e) => return Err(DistError::Redis(e)),
                 Err(e) => {
+                    self.interruptions.fetch_add(1, Ordering::Relaxed);
                     if !warned {
                         tracing::warn!("Redis call failed ({e}); pausing and trying again");
                         warned = true;

@@ -28,6 +28,7 @@ mod records;
 mod results;
 mod reuse;
 mod scripts;
+mod sent;
 pub mod status;
 mod store;
 mod take;

@@ -13,6 +13,7 @@ use super::collect::Collecting;
 use super::process::{self, Held, Process};
 use super::queue::Queue;
 use super::records::{stored_edge, Admit, Admitted, Budget, Lease, Queued, Row, StoredEdge};
+use super::sent::Sent;
 use super::take::Taker;
 use super::{status, CrawlKeys, DistError, Redis};
 use crate::admit::{Candidate, Outlinks, Rules, SkipReason};
@@ -55,6 +56,8 @@ pub struct RedisStore {
     process: Process,
     /// This process's collector, when it was given the results file.
     collector: Mutex<Option<Collecting>>,
+    /// URLs this process admitted already: a page's links found again stay here.
+    sent: Sent,
 }
 
 /// A Redis job's handle: its lease.
@@ -104,6 +107,7 @@ impl RedisStore {
             freed: tokio::sync::Notify::new(),
             process,
             collector: Mutex::new(collector),
+            sent: Sent::default(),
         }
     }
 
@@ -129,24 +133,35 @@ impl RedisStore {
     }
 
     /// The candidates grouped by host and shard for the admission script, and the page's
-    /// edges.
+    /// edges. With `sent`, a candidate it covers is left out of the groups (its edge is
+    /// kept), and the others are pushed to `sent` as (hash, depth, followed).
     fn plan(
         &self,
         referrer: Option<&str>,
         candidates: impl Iterator<Item = Candidate>,
+        mut sent: Option<&mut Vec<(u128, u32, bool)>>,
     ) -> (Groups, Vec<StoredEdge>) {
         let mut groups = Groups::new();
         let mut edges = Vec::new();
         for c in candidates {
             let mut key = String::new();
             self.rules.key_of(&c.url, &mut key);
+            // The URL's hash names it; its path's (the same without a query) picks its
+            // shard and counts its query variants: each hashed once.
+            let own = key_hash(&key);
+            if let Some(sent) = sent.as_deref_mut() {
+                if self.sent.covers(own, c.depth, c.follow) {
+                    if let Some(e) = c.edge {
+                        edges.push(stored_edge(key, e));
+                    }
+                    continue;
+                }
+                sent.push((own, c.depth, c.follow));
+            }
             let skip = self.rules.judge(&c, &key);
             if let Some(e) = c.edge {
                 edges.push(stored_edge(key.clone(), e));
             }
-            // The URL's hash names it; its path's (the same without a query) picks its
-            // shard and counts its query variants: each hashed once.
-            let own = key_hash(&key);
             let group = query_group(&key).map(key_hash);
             let shard = self.keys.shard_of(group.unwrap_or(own));
             let hash = format!("{own:032x}");
@@ -277,7 +292,7 @@ impl Store for RedisStore {
 
     async fn admit_seeds(&self, seeds: &[Url]) -> Result<(), DistError> {
         // Every process that names a seed admits it: the first admission wins.
-        let (groups, _) = self.plan(None, seeds.iter().cloned().map(Candidate::seed));
+        let (groups, _) = self.plan(None, seeds.iter().cloned().map(Candidate::seed), None);
         self.admit(&groups, false).await?;
         Ok(())
     }
@@ -349,8 +364,12 @@ impl Store for RedisStore {
     ) -> Result<(), DistError> {
         let lease = job.ticket;
         let front = matches!(links, Outlinks::Redirect(_));
-        let (groups, edges) = self.plan(Some(&lease.queued.key), links.candidates());
+        self.sent.after(self.redis.interruptions());
+        let mut sent = Vec::new();
+        let (groups, edges) =
+            self.plan(Some(&lease.queued.key), links.candidates(), Some(&mut sent));
         self.admit(&groups, front).await?;
+        self.sent.record(sent);
         self.warc_written().await?;
         self.queue.complete(&lease, &result, &edges).await?;
         crate::failpoint::hit(crate::failpoint::Point::AfterCommit);
@@ -436,7 +455,7 @@ impl Store for RedisStore {
             key
         });
         let candidate = Candidate::sitemap_doc(doc.url.clone(), parent_key.is_some());
-        let (groups, _) = self.plan(parent_key.as_deref(), std::iter::once(candidate));
+        let (groups, _) = self.plan(parent_key.as_deref(), std::iter::once(candidate), None);
         let ((doc_host, doc_shard), mut doc_admit) =
             groups.into_iter().next().expect("one candidate");
         let doc_admit = doc_admit.pop().expect("one candidate");
@@ -463,7 +482,7 @@ impl Store for RedisStore {
             }
         });
         let doc_key = Queued::parse(&doc_admit.element)?.key;
-        let (groups, edges) = self.plan(Some(&doc_key), entries);
+        let (groups, edges) = self.plan(Some(&doc_key), entries, None);
         let admitted = self.admit(&groups, false).await?;
         if is_new && !admitted.moved() {
             self.queue.bump().await?;
