@@ -17,7 +17,8 @@
 //! A forgotten URL costs one more admission, never a lost one.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::{Mutex, MutexGuard};
 
 /// URLs per generation: two of them hold at most ~10 MB.
 pub(super) const GENERATION: usize = 1 << 17;
@@ -28,10 +29,32 @@ pub(super) struct Sent {
     inner: Mutex<Generations>,
 }
 
+/// The keys are key hashes already (xxh3): hashing them again would only cost time.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u128(&mut self, v: u128) {
+        self.0 = v as u64;
+    }
+}
+
+type Table = HashMap<u128, Mark, BuildHasherDefault<Prehashed>>;
+
 #[derive(Default)]
 struct Generations {
-    new: HashMap<u128, Mark>,
-    old: HashMap<u128, Mark>,
+    new: Table,
+    old: Table,
     /// The connection's interruptions when this was last asked.
     interruptions: u64,
 }
@@ -66,11 +89,14 @@ impl Generations {
     }
 }
 
-impl Sent {
+/// [`Sent`] held for a page's links: one lock for all of them.
+pub(super) struct Held<'a>(MutexGuard<'a, Generations>);
+
+impl Held<'_> {
     /// Whether admitting the URL `hash` at `depth` (by a followed link or not) would change
     /// nothing: this process admitted it already at that depth or less, as followed.
-    pub(super) fn covers(&self, hash: u128, depth: u32, follow: bool) -> bool {
-        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+    pub(super) fn covers(&mut self, hash: u128, depth: u32, follow: bool) -> bool {
+        let g = &mut *self.0;
         if let Some(m) = g.new.get(&hash) {
             return m.covers(depth, follow);
         }
@@ -81,6 +107,13 @@ impl Sent {
             }
             None => false,
         }
+    }
+}
+
+impl Sent {
+    /// Hold the memory while a page's links are looked up.
+    pub(super) fn hold(&self) -> Held<'_> {
+        Held(self.inner.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Note URLs (hash, depth, followed) whose admission Redis has answered.
@@ -116,6 +149,12 @@ impl Sent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Sent {
+        fn covers(&self, hash: u128, depth: u32, follow: bool) -> bool {
+            self.hold().covers(hash, depth, follow)
+        }
+    }
 
     #[test]
     fn a_deeper_or_less_followed_link_is_covered_a_shorter_or_followed_one_is_not() {

@@ -142,15 +142,16 @@ impl RedisStore {
         mut sent: Option<&mut Vec<(u128, u32, bool)>>,
     ) -> (Groups, Vec<StoredEdge>) {
         let mut groups = Groups::new();
-        let mut edges = Vec::new();
+        let mut edges = Vec::with_capacity(candidates.size_hint().0);
+        let mut held = sent.is_some().then(|| self.sent.hold());
         for c in candidates {
             let mut key = String::new();
             self.rules.key_of(&c.url, &mut key);
             // The URL's hash names it; its path's (the same without a query) picks its
             // shard and counts its query variants: each hashed once.
             let own = key_hash(&key);
-            if let Some(sent) = sent.as_deref_mut() {
-                if self.sent.covers(own, c.depth, c.follow) {
+            if let (Some(sent), Some(held)) = (sent.as_deref_mut(), held.as_mut()) {
+                if held.covers(own, c.depth, c.follow) {
                     if let Some(e) = c.edge {
                         edges.push(stored_edge(key, e));
                     }
