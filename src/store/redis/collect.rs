@@ -338,7 +338,7 @@ impl Sink {
             self.queues
                 .entry((*s).clone())
                 .or_default()
-                .extend(got.into_iter().map(|(id, fields)| Entry { id, fields }));
+                .extend(got.into_iter().map(|(id, fields)| Entry::new(id, fields)));
         }
         Ok(read)
     }
@@ -359,13 +359,17 @@ impl Sink {
             queues,
             ..
         } = self;
-        let mut ids = Ids { known, force };
+        let mut ids = Ids {
+            known,
+            force,
+            blocked: None,
+        };
         let tx = store.conn_mut().transaction().map_err(sql)?;
         let mut applied = Applied::new();
         loop {
             let mut progress = false;
             for (stream, q) in queues.iter_mut() {
-                while let Some(e) = q.front() {
+                while let Some(e) = q.front_mut() {
                     if !ids.write(&tx, &stream.host, e).map_err(|e| e.at(&shown))? {
                         break;
                     }

@@ -13,16 +13,28 @@ use crate::result::PageResult;
 use crate::store::local::pending::{Edge, HostId, NewHost, NewUrl, PageRecord, PendingRows, UrlId};
 use crate::store::local::writer::{write_page, write_rows};
 use crate::store::StoreError;
-use crate::url_norm::{host_key, key_hash};
+use crate::url_norm::{host_key, key_hash, ByKeyHash};
 
 /// One entry of a results stream: its id and its fields.
 #[derive(Debug)]
 pub(super) struct Entry {
     pub id: String,
     pub fields: Vec<String>,
+    /// The key hash of a URL without a row that held this entry back last time: until
+    /// it has one, the entry is not read again.
+    pub blocked: Option<u128>,
 }
 
 impl Entry {
+    /// An entry as read from its stream.
+    pub fn new(id: String, fields: Vec<String>) -> Entry {
+        Entry {
+            id,
+            fields,
+            blocked: None,
+        }
+    }
+
     fn field(&self, name: &str) -> Option<&str> {
         self.fields
             .chunks_exact(2)
@@ -67,7 +79,7 @@ fn parse<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T, Wr
 /// The ids of the file's URLs (by key hash) and hosts, and the next of each to give.
 #[derive(Default)]
 pub(super) struct Known {
-    pub urls: HashMap<u128, UrlId>,
+    pub urls: ByKeyHash<UrlId>,
     pub hosts: HashMap<String, HostId>,
     pub next_url: UrlId,
     pub next_host: HostId,
@@ -78,11 +90,23 @@ pub(super) struct Known {
 pub(super) struct Ids<'a> {
     pub known: &'a mut Known,
     pub force: bool,
+    /// The URL that held the last entry back.
+    pub blocked: Option<u128>,
 }
 
 impl Ids<'_> {
     fn url(&self, key: &str) -> Option<UrlId> {
         self.known.urls.get(&key_hash(key)).copied()
+    }
+
+    /// Whether `key` has a row; if not, it holds the entry back.
+    fn has(&mut self, key: &str) -> bool {
+        let hash = key_hash(key);
+        let known = self.known.urls.contains_key(&hash);
+        if !known {
+            self.blocked = Some(hash);
+        }
+        known
     }
 
     fn host(&mut self, name: &str, rows: &mut PendingRows) -> HostId {
@@ -108,10 +132,12 @@ impl Ids<'_> {
 
     /// The id of `key`, or (when forced) a new row for it; `None`: wait for its row.
     fn need(&mut self, key: &str, rows: &mut PendingRows) -> Option<UrlId> {
-        if let Some(id) = self.url(key) {
-            return Some(id);
+        let hash = key_hash(key);
+        if let Some(id) = self.known.urls.get(&hash) {
+            return Some(*id);
         }
         if !self.force {
+            self.blocked = Some(hash);
             return None;
         }
         let host = url::Url::parse(key)
@@ -136,10 +162,18 @@ impl Ids<'_> {
         &mut self,
         tx: &Transaction<'_>,
         host: &str,
-        e: &Entry,
+        e: &mut Entry,
     ) -> Result<bool, WriteError> {
+        // An entry held back stays so, unread, until the URL that held it has a row.
+        if let Some(hash) = e.blocked {
+            if !self.force && !self.known.urls.contains_key(&hash) {
+                return Ok(false);
+            }
+        }
         let mut rows = PendingRows::default();
+        self.blocked = None;
         let written = self.write_entry(tx, host, e, &mut rows)?;
+        e.blocked = self.blocked.take();
         if !written {
             // Not written: the host rows it made are not in the file, and their ids are
             // given again.
@@ -165,7 +199,7 @@ impl Ids<'_> {
                 // Referrers first: the entry is written whole or not at all.
                 let mine: HashSet<u128> = lines.new_keys().map(key_hash).collect();
                 for r in lines.referrers() {
-                    if !mine.contains(&key_hash(r)) && self.url(r).is_none() && !self.force {
+                    if !mine.contains(&key_hash(r)) && !self.force && !self.has(r) {
                         return Ok(false);
                     }
                 }

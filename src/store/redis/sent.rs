@@ -16,9 +16,9 @@
 //! the older and the older is dropped; a URL found in the older one moves to the newer.
 //! A forgotten URL costs one more admission, never a lost one.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Mutex, MutexGuard};
+
+use crate::url_norm::ByKeyHash;
 
 /// URLs per generation: two of them hold at most ~10 MB.
 pub(super) const GENERATION: usize = 1 << 17;
@@ -29,27 +29,7 @@ pub(super) struct Sent {
     inner: Mutex<Generations>,
 }
 
-/// The keys are key hashes already (xxh3): hashing them again would only cost time.
-#[derive(Default)]
-struct Prehashed(u64);
-
-impl Hasher for Prehashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-
-    fn write_u128(&mut self, v: u128) {
-        self.0 = v as u64;
-    }
-}
-
-type Table = HashMap<u128, Mark, BuildHasherDefault<Prehashed>>;
+type Table = ByKeyHash<Mark>;
 
 #[derive(Default)]
 struct Generations {
