@@ -1,6 +1,5 @@
 //! Canonical keys, their hash and the per-host queue key.
 
-use std::hash::{BuildHasherDefault, Hasher};
 use url::{Position, Url};
 
 /// The canonical key of an absolute URL.
@@ -110,31 +109,6 @@ fn is_unreserved(b: u8) -> bool {
 /// 128-bit hash of a canonical key (xxh3-128): the visited set's key.
 pub fn key_hash(key: &str) -> u128 {
     xxhash_rust::xxh3::xxh3_128(key.as_bytes())
-}
-
-/// A map by [`key_hash`]: the hash is one already, so the map uses its low bits as they
-/// are instead of hashing it again.
-pub type ByKeyHash<V> = std::collections::HashMap<u128, V, BuildHasherDefault<Prehashed>>;
-
-/// The hasher of [`ByKeyHash`].
-#[derive(Default)]
-pub struct Prehashed(u64);
-
-impl Hasher for Prehashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `u128` keys reach it; any other input is still hashed, if poorly.
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-
-    fn write_u128(&mut self, v: u128) {
-        self.0 = v as u64;
-    }
 }
 
 /// The per-host queue key: lower-case host, plus `:port` when the URL has a non-default

@@ -7,13 +7,14 @@ use std::collections::{HashMap, HashSet};
 use rusqlite::Transaction;
 
 use super::records::{edge_of, Row, StoredEdge};
+use super::ByKeyHash;
 use super::DistError;
 use crate::admit::SkipReason;
 use crate::result::PageResult;
 use crate::store::local::pending::{Edge, HostId, NewHost, NewUrl, PageRecord, PendingRows, UrlId};
 use crate::store::local::writer::{write_page, write_rows};
 use crate::store::StoreError;
-use crate::url_norm::{host_key, key_hash, ByKeyHash};
+use crate::url_norm::{host_key, key_hash};
 
 /// One entry of a results stream: its id and its fields.
 #[derive(Debug)]

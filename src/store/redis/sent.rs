@@ -18,7 +18,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use crate::url_norm::ByKeyHash;
+use super::ByKeyHash;
 
 /// URLs per generation: two of them hold at most ~10 MB.
 pub(super) const GENERATION: usize = 1 << 17;
