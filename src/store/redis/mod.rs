@@ -59,8 +59,8 @@ pub(crate) fn parse_target(
     Ok((url, id.to_owned()))
 }
 
-/// A map by [`key_hash`](crate::url_norm::key_hash): the hash is one already, so the map uses its low bits as they
-/// are instead of hashing it again.
+/// A map by [`key_hash`](crate::url_norm::key_hash): the hash is one already, so the map
+/// uses its low bits as they are instead of hashing it again.
 pub(crate) type ByKeyHash<V> =
     std::collections::HashMap<u128, V, std::hash::BuildHasherDefault<Prehashed>>;
 

@@ -133,8 +133,9 @@ impl RedisStore {
     }
 
     /// The candidates grouped by host and shard for the admission script, and the page's
-    /// edges. With `sent`, a candidate it covers is left out of the groups (its edge is
-    /// kept), and the others are pushed to `sent` as (hash, depth, followed).
+    /// edges. With `sent`, a candidate this process's memory of admitted URLs covers is
+    /// left out of the groups (its edge is kept), and the others are pushed to `sent` as
+    /// (hash, depth, followed), for the memory once Redis has answered.
     fn plan(
         &self,
         referrer: Option<&str>,
