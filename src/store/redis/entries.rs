@@ -100,16 +100,6 @@ impl Ids<'_> {
         self.known.urls.get(&key_hash(key)).copied()
     }
 
-    /// Whether `key` has a row; if not, it holds the entry back.
-    fn has(&mut self, key: &str) -> bool {
-        let hash = key_hash(key);
-        let known = self.known.urls.contains_key(&hash);
-        if !known {
-            self.blocked = Some(hash);
-        }
-        known
-    }
-
     fn host(&mut self, name: &str, rows: &mut PendingRows) -> HostId {
         if let Some(id) = self.known.hosts.get(name) {
             return *id;
@@ -200,7 +190,7 @@ impl Ids<'_> {
                 // Referrers first: the entry is written whole or not at all.
                 let mine: HashSet<u128> = lines.new_keys().map(key_hash).collect();
                 for r in lines.referrers() {
-                    if !mine.contains(&key_hash(r)) && !self.force && !self.has(r) {
+                    if !mine.contains(&key_hash(r)) && self.need(r, rows).is_none() {
                         return Ok(false);
                     }
                 }
