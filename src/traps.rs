@@ -114,7 +114,7 @@ pub fn strip_session_ids(key: &mut String) -> bool {
     // Cheap tests first: almost no URL carries one. A session ID lives in a `;` path
     // parameter or in the query, so a key with neither has none, and only the part from
     // the first of them on needs the substring scans (this runs once per link).
-    let Some(from) = key.bytes().position(|c| c == b';' || c == b'?') else {
+    let Some(from) = memchr::memchr2(b';', b'?', key.as_bytes()) else {
         return false;
     };
     let b = &key.as_bytes()[from..];
