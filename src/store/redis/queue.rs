@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::conn::Redis;
 use super::keys::{CrawlKeys, Stream};
@@ -25,7 +25,15 @@ pub struct Queue {
     added: Mutex<HashSet<(String, String)>>,
     /// Streams this process wrote to, for the `unread` set.
     unread: Mutex<HashSet<Stream>>,
+    /// When this process last said that a full results stream holds its workers up: once
+    /// per `FULL_WARN_EVERY`, not once per waiting worker.
+    warned_full: Mutex<Option<Instant>>,
 }
+
+/// How often a completing worker looks again at a full results stream.
+const FULL_RETRY: Duration = Duration::from_millis(10);
+/// At most one warning per this long that workers wait for the collector.
+const FULL_WARN_EVERY: Duration = Duration::from_secs(60);
 
 fn ms(d: Duration) -> String {
     (d.as_millis() as u64).to_string()
@@ -40,6 +48,7 @@ impl Queue {
             budget,
             added: Mutex::new(HashSet::new()),
             unread: Mutex::new(HashSet::new()),
+            warned_full: Mutex::new(None),
         }
     }
 
@@ -316,6 +325,23 @@ impl Queue {
         page: &PageResult,
         edges: &[StoredEdge],
     ) -> Result<bool, DistError> {
+        // The request is over, so the host's slot is free whatever happens to the result:
+        // freed alongside storing it, not after, which saves a worker one round trip per
+        // page (BENCHMARKS.md, 2026-12-07), and a full stream no longer holds the slot.
+        let (stored, freed) = tokio::join!(
+            self.store_result(lease, page, edges),
+            self.free_token(lease)
+        );
+        freed?;
+        stored
+    }
+
+    async fn store_result(
+        &self,
+        lease: &Lease,
+        page: &PageResult,
+        edges: &[StoredEdge],
+    ) -> Result<bool, DistError> {
         let k = self.keys.part(&lease.host, lease.shard);
         let page = serde_json::to_string(page).expect("serialising a page");
         let edges = if edges.is_empty() {
@@ -324,7 +350,6 @@ impl Queue {
             serde_json::to_string(edges).expect("serialising edges")
         };
         let cap = RESULTS_IN_TRANSIT.to_string();
-        let mut waited = false;
         loop {
             let stored: i64 = self
                 .redis
@@ -343,24 +368,29 @@ impl Queue {
                 .await?;
             if stored >= 0 {
                 self.wrote(&lease.host, Some(lease.shard));
-                self.free_token(lease).await?;
                 return Ok(stored == 1);
             }
-            if !waited {
-                tracing::warn!(
-                    host = lease.host,
-                    "{RESULTS_IN_TRANSIT} results wait in a stream of this host for the collector; \
-                     waiting (a process of this crawl given --db FILE collects them)"
-                );
-                waited = true;
-            }
+            self.warn_full(&lease.host);
             tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+                _ = tokio::time::sleep(FULL_RETRY) => {}
                 _ = self.redis.cancel().cancelled() => {
                     return Err(DistError::Unreachable("stopped while waiting for the collector".into()))
                 }
             }
         }
+    }
+
+    fn warn_full(&self, host: &str) {
+        let mut last = self.warned_full.lock().unwrap_or_else(|p| p.into_inner());
+        if last.is_some_and(|at| at.elapsed() < FULL_WARN_EVERY) {
+            return;
+        }
+        *last = Some(Instant::now());
+        tracing::warn!(
+            host,
+            "{RESULTS_IN_TRANSIT} results wait in a stream of this host for the collector; \
+             waiting (a process of this crawl given --db FILE collects them)"
+        );
     }
 
     async fn free_token(&self, lease: &Lease) -> Result<(), DistError> {
