@@ -39,8 +39,12 @@ use crate::url_norm::key_hash;
 
 /// Entries read per stream per call.
 const BATCH: usize = 1000;
-/// How long a collector with nothing to read sleeps.
-const IDLE: Duration = Duration::from_millis(50);
+/// How long a collector with nothing to read sleeps: from `IDLE_MIN` (the completing
+/// processes mark what they wrote every 10 ms, `process::MARK_EVERY`) doubling up to
+/// `IDLE_MAX` while nothing comes. A fixed 50 ms let a CPU-bound crawl fill the buffer in
+/// transit while the collector slept, and its workers then waited (BENCHMARKS.md, 2026-12-07).
+const IDLE_MIN: Duration = Duration::from_millis(10);
+const IDLE_MAX: Duration = Duration::from_millis(50);
 /// How often a process waiting for the file (another collects) tries again.
 const STANDBY: Duration = Duration::from_secs(1);
 /// How often every stream is read, not only those marked as written to.
@@ -68,7 +72,10 @@ impl Collecting {
     pub(crate) fn start(redis: Redis, keys: CrawlKeys, path: PathBuf) -> Collecting {
         let (stop, rx) = watch::channel(Stop::No);
         let task = tokio::spawn(async move {
-            let collected = collect(redis, keys, path, rx).await;
+            let collected = match redis.another().await {
+                Ok(own) => collect(own, keys, path, rx).await,
+                Err(e) => Err(e),
+            };
             if let Err(e) = &collected {
                 // Said now, not only when the crawl ends: the crawl goes on, and its
                 // results wait in Redis (up to the buffer, then the crawl waits too).
@@ -112,6 +119,7 @@ async fn collect(
     tracing::info!(file = %path.display(), "collecting the crawl's results");
     let mut swept: Option<Instant> = None;
     let mut force = false;
+    let mut idle = IDLE_MIN;
     loop {
         let stopping = *stop.borrow();
         let sweep = stopping == Stop::Drained || swept.is_none_or(|t| t.elapsed() >= SWEEP);
@@ -143,11 +151,14 @@ async fn collect(
             Stop::Drained if read == 0 => force = true,
             _ => {}
         }
-        if read == 0 && stopping == Stop::No {
+        if read > 0 {
+            idle = IDLE_MIN;
+        } else if stopping == Stop::No {
             tokio::select! {
-                _ = tokio::time::sleep(IDLE) => {}
+                _ = tokio::time::sleep(idle) => {}
                 _ = stop.changed() => {}
             }
+            idle = (idle * 2).min(IDLE_MAX);
         }
     }
     let finished: Option<i64> = redis

@@ -101,6 +101,7 @@ impl StoreUrl {
 #[derive(Clone)]
 pub struct Redis {
     conn: Conn,
+    url: StoreUrl,
     cancel: CancellationToken,
     /// Commands sent (a script call or a pipeline's command counts one; retries too).
     sent: Arc<AtomicU64>,
@@ -143,6 +144,7 @@ impl Redis {
                     }
                     return Ok(Redis {
                         conn,
+                        url: url.clone(),
                         cancel,
                         sent: Arc::new(AtomicU64::new(0)),
                         interruptions: Arc::new(AtomicU64::new(0)),
@@ -162,6 +164,20 @@ impl Redis {
                 }
             }
         }
+    }
+
+    /// A connection of its own to the same Redis, counted with this one: for a caller
+    /// whose large replies would hold up everyone else's on a shared connection (replies
+    /// on one connection come in order).
+    pub async fn another(&self) -> Result<Redis, DistError> {
+        let fresh = Redis::connect(&self.url, self.cancel.clone()).await?;
+        Ok(Redis {
+            conn: fresh.conn,
+            url: fresh.url,
+            cancel: fresh.cancel,
+            sent: Arc::clone(&self.sent),
+            interruptions: Arc::clone(&self.interruptions),
+        })
     }
 
     /// Whether this is a cluster.
