@@ -97,6 +97,11 @@ fn is_session_param(name: &str) -> bool {
             .is_some_and(|p| p.eq_ignore_ascii_case("aspsessionid"))
 }
 
+/// The name of a query's `name=value` pair.
+fn param_name(pair: &str) -> &str {
+    pair.split('=').next().unwrap_or("")
+}
+
 fn contains_ignore_case(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len())
         .any(|w| w.eq_ignore_ascii_case(needle))
@@ -111,22 +116,28 @@ fn contains_ignore_case(hay: &[u8], needle: &[u8]) -> bool {
 /// assert_eq!(key, "https://a.example/p?x=1&y=2");
 /// ```
 pub fn strip_session_ids(key: &mut String) -> bool {
-    // Cheap tests first: almost no URL carries one. A session ID lives in a `;` path
-    // parameter or in the query, so a key with neither has none, and only the part from
-    // the first of them on needs the substring scans (this runs once per link).
-    let Some(from) = memchr::memchr2(b';', b'?', key.as_bytes()) else {
+    // Cheap tests first (this runs once per link): a key with neither a `;` path
+    // parameter nor a query has none; else the path parameters are searched and only the
+    // query's parameter names are compared, not its values (a playground link's `?code=`
+    // runs to hundreds of bytes).
+    let bytes = key.as_bytes();
+    let Some(from) = memchr::memchr2(b';', b'?', bytes) else {
         return false;
     };
-    let b = &key.as_bytes()[from..];
-    if !(contains_ignore_case(b, b"sid")
-        || contains_ignore_case(b, b"sess")
-        || contains_ignore_case(b, b"cfid")
-        || contains_ignore_case(b, b"cftoken"))
-    {
+    let query_from = memchr::memchr(b'?', &bytes[from..]).map(|i| from + i);
+    let in_path = contains_ignore_case(
+        &bytes[from..query_from.unwrap_or(bytes.len())],
+        b";jsessionid=",
+    );
+    let in_query = query_from.is_some_and(|q| {
+        key[q + 1..]
+            .split('&')
+            .any(|pair| is_session_param(param_name(pair)))
+    });
+    if !in_path && !in_query {
         return false;
     }
-    let query_at = key.find('?');
-    let (head, query) = match query_at {
+    let (head, query) = match query_from {
         Some(i) => (&key[..i], Some(&key[i + 1..])),
         None => (key.as_str(), None),
     };
@@ -147,10 +158,7 @@ pub fn strip_session_ids(key: &mut String) -> bool {
     if let Some(q) = query {
         let kept: Vec<&str> = q
             .split('&')
-            .filter(|pair| {
-                let name = pair.split('=').next().unwrap_or("");
-                !is_session_param(name)
-            })
+            .filter(|pair| !is_session_param(param_name(pair)))
             .collect();
         if !kept.is_empty() {
             out.push('?');
@@ -248,6 +256,17 @@ mod tests {
                 false,
             ),
             ("http://a.example/p?x=1", "http://a.example/p?x=1", false),
+            // Only names count: a value that spells one is kept.
+            (
+                "http://a.example/p?code=sid%3D1;jsessionid=2&e=1",
+                "http://a.example/p?code=sid%3D1;jsessionid=2&e=1",
+                false,
+            ),
+            (
+                "http://a.example/p;v=1?sid=9&q=2",
+                "http://a.example/p;v=1?q=2",
+                true,
+            ),
         ];
         for (input, want, changed) in cases {
             let mut key = input.to_string();
