@@ -322,7 +322,7 @@ impl Sink {
                 .map_or_else(|| "-".to_owned(), |c| format!("({c}"));
             let stream = keys.stream(s);
             async move {
-                let entries: Vec<(String, Vec<String>)> = redis
+                let entries: Vec<(String, Vec<Vec<u8>>)> = redis
                     .cmd(
                         redis::cmd("XRANGE")
                             .arg(&stream)

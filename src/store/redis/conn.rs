@@ -9,7 +9,9 @@ use std::time::Duration;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, FromRedisValue, RedisError, RedisFuture, RetryMethod, Script, Value};
+use redis::{
+    Cmd, FromRedisValue, RedisError, RedisFuture, RetryMethod, Script, ToRedisArgs, Value,
+};
 use tokio_util::sync::CancellationToken;
 
 use super::DistError;
@@ -203,18 +205,18 @@ impl Redis {
     /// Run `script` on `keys` (all in one slot) with `args`, trying again while Redis is
     /// away. A script must be safe to run twice: a reply lost in a disconnection is
     /// retried.
-    pub async fn script<T: FromRedisValue>(
+    pub async fn script<T: FromRedisValue, A: ToRedisArgs>(
         &self,
         script: &Script,
         keys: &[&str],
-        args: &[&str],
+        args: &[A],
     ) -> Result<T, DistError> {
         let mut inv = script.prepare_invoke();
         for k in keys {
             inv.key(*k);
         }
         for a in args {
-            inv.arg(*a);
+            inv.arg(a);
         }
         self.retrying(1, |mut conn| {
             let inv = &inv;

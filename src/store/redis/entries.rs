@@ -6,21 +6,22 @@ use std::collections::{HashMap, HashSet};
 
 use rusqlite::Transaction;
 
-use super::records::{edge_of, Row, StoredEdge};
+use super::records::{decode_edges, decode_json_edges, Row};
 use super::ByKeyHash;
 use super::DistError;
-use crate::admit::SkipReason;
+use crate::admit::{EdgeSpec, SkipReason};
 use crate::result::PageResult;
 use crate::store::local::pending::{Edge, HostId, NewHost, NewUrl, PageRecord, PendingRows, UrlId};
 use crate::store::local::writer::{write_page, write_rows};
 use crate::store::StoreError;
 use crate::url_norm::{host_key, key_hash};
 
-/// One entry of a results stream: its id and its fields.
+/// One entry of a results stream: its id and its fields (names, then values; a page's
+/// outlinks are binary).
 #[derive(Debug)]
 pub(super) struct Entry {
     pub id: String,
-    pub fields: Vec<String>,
+    pub fields: Vec<Vec<u8>>,
     /// The key hash of a URL without a row that held this entry back last time: until
     /// it has one, the entry is not read again.
     pub blocked: Option<u128>,
@@ -28,7 +29,7 @@ pub(super) struct Entry {
 
 impl Entry {
     /// An entry as read from its stream.
-    pub fn new(id: String, fields: Vec<String>) -> Entry {
+    pub fn new(id: String, fields: Vec<Vec<u8>>) -> Entry {
         Entry {
             id,
             fields,
@@ -36,11 +37,18 @@ impl Entry {
         }
     }
 
-    fn field(&self, name: &str) -> Option<&str> {
+    fn bytes(&self, name: &str) -> Option<&[u8]> {
         self.fields
             .chunks_exact(2)
-            .find(|kv| kv[0] == name)
-            .map(|kv| kv[1].as_str())
+            .find(|kv| kv[0] == name.as_bytes())
+            .map(|kv| kv[1].as_slice())
+    }
+
+    /// A text field: empty when missing, an error when not UTF-8.
+    fn field(&self, name: &str) -> Result<&str, WriteError> {
+        std::str::from_utf8(self.bytes(name).unwrap_or_default()).map_err(|e| {
+            WriteError::Corrupt(format!("the field {name:?} of an entry"), e.to_string())
+        })
     }
 }
 
@@ -184,9 +192,9 @@ impl Ids<'_> {
         rows: &mut PendingRows,
     ) -> Result<bool, WriteError> {
         let host_id = self.host(host, rows);
-        match e.field("t") {
-            Some("a") => {
-                let lines = Lines::parse(e.field("r").unwrap_or_default())?;
+        match e.field("t")? {
+            "a" => {
+                let lines = Lines::parse(e.field("r")?)?;
                 // Referrers first: the entry is written whole or not at all.
                 let mine: HashSet<u128> = lines.new_keys().map(key_hash).collect();
                 for r in lines.referrers() {
@@ -198,21 +206,22 @@ impl Ids<'_> {
                     self.admitted(line, host_id, rows);
                 }
             }
-            Some("p") => {
-                let key = e.field("k").unwrap_or_default();
-                let result: PageResult = parse(e.field("r").unwrap_or_default(), key)?;
-                let stored: Vec<StoredEdge> = match e.field("e") {
-                    Some(t) if !t.is_empty() => parse(t, "an edge list")?,
-                    _ => Vec::new(),
+            "p" => {
+                let key = e.field("k")?;
+                let result: PageResult = parse(e.field("r")?, key)?;
+                let bad = |e: String| WriteError::Corrupt(format!("the outlinks of {key}"), e);
+                let edges = match e.bytes("b") {
+                    Some(b) => self.edges(decode_edges(b).map_err(|e| bad(e.to_string()))?, rows),
+                    None => match e.field("e")? {
+                        "" => Some(Vec::new()),
+                        t => {
+                            self.edges(decode_json_edges(t).map_err(|e| bad(e.to_string()))?, rows)
+                        }
+                    },
                 };
-                let mut edges = Vec::with_capacity(stored.len());
-                for stored in stored {
-                    let (dst, spec) = edge_of(stored);
-                    let Some(dst) = self.need(&dst, rows) else {
-                        return Ok(false);
-                    };
-                    edges.push(Edge { dst, spec });
-                }
+                let Some(edges) = edges else {
+                    return Ok(false);
+                };
                 let Some(id) = self.need(key, rows) else {
                     return Ok(false);
                 };
@@ -220,17 +229,17 @@ impl Ids<'_> {
                 write_page(tx, &PageRecord { id, result, edges })?;
                 return Ok(true);
             }
-            Some("s") => {
-                let key = e.field("k").unwrap_or_default();
+            "s" => {
+                let key = e.field("k")?;
                 let Some(id) = self.need(key, rows) else {
                     return Ok(false);
                 };
-                if let Ok(reason) = e.field("why").unwrap_or_default().parse::<SkipReason>() {
+                if let Ok(reason) = e.field("why")?.parse::<SkipReason>() {
                     rows.skips.push((id, reason));
                 }
             }
-            Some("h") => {
-                if let Some(until) = e.field("until").and_then(|u| u.parse().ok()) {
+            "h" => {
+                if let Ok(until) = e.field("until")?.parse() {
                     rows.pauses.push((host_id, until));
                 }
             }
@@ -243,6 +252,21 @@ impl Ids<'_> {
         }
         write_rows(tx, rows)?;
         Ok(true)
+    }
+
+    /// A page's outlinks with their targets' ids; `None`: a target has no row yet (or,
+    /// when forced, gets one).
+    fn edges<K: AsRef<str>>(
+        &mut self,
+        read: Vec<(K, EdgeSpec)>,
+        rows: &mut PendingRows,
+    ) -> Option<Vec<Edge>> {
+        let mut edges = Vec::with_capacity(read.len());
+        for (key, spec) in read {
+            let dst = self.need(key.as_ref(), rows)?;
+            edges.push(Edge { dst, spec });
+        }
+        Some(edges)
     }
 
     /// One line of an admission entry.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::conn::Redis;
 use super::keys::{CrawlKeys, Stream};
 use super::records::{
-    Admit, Admitted, Budget, Granted, Lease, Popped, Queued, StoredEdge, HASH_LEN,
+    encode_edges, Admit, Admitted, Budget, Granted, Lease, Popped, Queued, StoredEdge, HASH_LEN,
     RESULTS_IN_TRANSIT,
 };
 use super::scripts;
@@ -345,9 +345,9 @@ impl Queue {
         let k = self.keys.part(&lease.host, lease.shard);
         let page = serde_json::to_string(page).expect("serialising a page");
         let edges = if edges.is_empty() {
-            String::new()
+            Vec::new()
         } else {
-            serde_json::to_string(edges).expect("serialising edges")
+            encode_edges(edges)
         };
         let cap = RESULTS_IN_TRANSIT.to_string();
         loop {
@@ -357,12 +357,12 @@ impl Queue {
                     &scripts::COMPLETE,
                     &[&k.seen, &k.out, &k.leases, &k.tries, &k.counts],
                     &[
-                        &lease.hash,
-                        &lease.element,
-                        &lease.queued.key,
-                        &page,
+                        lease.hash.as_bytes(),
+                        lease.element.as_bytes(),
+                        lease.queued.key.as_bytes(),
+                        page.as_bytes(),
                         &edges,
-                        &cap,
+                        cap.as_bytes(),
                     ],
                 )
                 .await?;
@@ -529,7 +529,7 @@ impl Queue {
         let k = self.keys.host(host);
         let (taken, paused): (u64, i64) = self
             .redis
-            .script(&scripts::HOST_NOW, &[&k.state, &k.tokens], &[])
+            .script(&scripts::HOST_NOW, &[&k.state, &k.tokens], &[] as &[&str])
             .await?;
         Ok((taken, (paused > 0).then_some(paused)))
     }
@@ -569,7 +569,11 @@ impl Queue {
                 let k = self.keys.part(&host, shard);
                 let left: i64 = self
                     .redis
-                    .script(&scripts::LEFT, &[&k.queue, &k.leases, &k.retries], &[])
+                    .script(
+                        &scripts::LEFT,
+                        &[&k.queue, &k.leases, &k.retries],
+                        &[] as &[&str],
+                    )
                     .await?;
                 if left > 0 {
                     return Ok(false);

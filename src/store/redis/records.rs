@@ -161,34 +161,98 @@ pub struct Popped {
     pub leases: Vec<Lease>,
 }
 
-/// One outlink as the results stream carries it: target key, kind code, nofollow, anchor
-/// text, fragment, (line, column). A tuple, so each is a short JSON array.
-pub type StoredEdge = (
-    String,
+/// One outlink of a page as its completion carries it: the target's canonical key and what
+/// admission planned of the edge.
+pub type StoredEdge = (String, EdgeSpec);
+
+/// An outlink in the stream's form: target key, kind code, nofollow, anchor text,
+/// fragment, (line, column). A tuple of borrowed strings: a page's outlinks are written
+/// and read back without a copy of each string.
+type WireEdge<'a> = (
+    &'a str,
     i64,
     bool,
-    Option<String>,
-    Option<String>,
+    Option<&'a str>,
+    Option<&'a str>,
     Option<(u32, u32)>,
 );
 
-/// The stream's form of an edge to the URL filed under `key`.
-pub fn stored_edge(key: String, e: EdgeSpec) -> StoredEdge {
-    let at = e.at.map(|p| (p.line, p.col));
-    (key, e.kind.code(), e.nofollow, e.anchor, e.fragment, at)
+/// A page's outlinks as the results stream carries them (the entry's `b` field):
+/// postcard, not JSON. On a link-dense site JSON's escaping and parsing back into owned
+/// strings were 6-7 % of a Redis crawl's CPU (BENCHMARKS.md).
+pub fn encode_edges(edges: &[StoredEdge]) -> Vec<u8> {
+    let wire: Vec<WireEdge<'_>> = edges
+        .iter()
+        .map(|(key, e)| {
+            (
+                key.as_str(),
+                e.kind.code(),
+                e.nofollow,
+                e.anchor.as_deref(),
+                e.fragment.as_deref(),
+                e.at.map(|p| (p.line, p.col)),
+            )
+        })
+        .collect();
+    postcard::to_allocvec(&wire).expect("serialising outlinks")
 }
 
-/// An edge read back from the stream: the target's key and what admission planned of it.
-pub fn edge_of(stored: StoredEdge) -> (String, EdgeSpec) {
-    let (key, kind, nofollow, anchor, fragment, at) = stored;
-    let spec = EdgeSpec {
+/// A page's outlinks read back from [`encode_edges`]'s form (or from nothing, which a page
+/// without outlinks sends): each target's key, borrowed, and its edge.
+pub fn decode_edges(bytes: &[u8]) -> Result<Vec<(&str, EdgeSpec)>, postcard::Error> {
+    if bytes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let wire: Vec<WireEdge<'_>> = postcard::from_bytes(bytes)?;
+    Ok(wire
+        .into_iter()
+        .map(|(key, kind, nofollow, anchor, fragment, at)| {
+            let spec = spec_of(
+                kind,
+                nofollow,
+                anchor.map(str::to_owned),
+                fragment.map(str::to_owned),
+                at,
+            );
+            (key, spec)
+        })
+        .collect())
+}
+
+/// Outlinks as JSON, the `e` field of entries written before [`encode_edges`]: a
+/// crawl's streams may still hold some when its processes are upgraded mid-crawl.
+pub fn decode_json_edges(text: &str) -> Result<Vec<(String, EdgeSpec)>, serde_json::Error> {
+    type JsonEdge = (
+        String,
+        i64,
+        bool,
+        Option<String>,
+        Option<String>,
+        Option<(u32, u32)>,
+    );
+    let wire: Vec<JsonEdge> = serde_json::from_str(text)?;
+    Ok(wire
+        .into_iter()
+        .map(|(key, kind, nofollow, anchor, fragment, at)| {
+            (key, spec_of(kind, nofollow, anchor, fragment, at))
+        })
+        .collect())
+}
+
+fn spec_of(
+    kind: i64,
+    nofollow: bool,
+    anchor: Option<String>,
+    fragment: Option<String>,
+    at: Option<(u32, u32)>,
+) -> EdgeSpec {
+    EdgeSpec {
         kind: LinkKind::from_code(kind).unwrap_or(LinkKind::A),
         nofollow,
         anchor,
         fragment,
         at: at.map(|(line, col)| Position { line, col }),
-    };
-    (key, spec)
+    }
 }
 
 /// Entries a host's results stream may hold before a completing process waits for the
@@ -207,4 +271,50 @@ pub struct Budget {
     pub max_depth: u32,
     /// `max-query-variants`, 0 for none.
     pub max_query_variants: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edge(anchor: Option<&str>, at: Option<(u32, u32)>) -> EdgeSpec {
+        EdgeSpec {
+            kind: LinkKind::Iframe,
+            nofollow: true,
+            anchor: anchor.map(str::to_owned),
+            fragment: Some("sec-2".into()),
+            at: at.map(|(line, col)| Position { line, col }),
+        }
+    }
+
+    #[test]
+    fn outlinks_read_back_as_written() {
+        let edges = vec![
+            (
+                "http://a/\u{e9}t\u{e9}".to_owned(),
+                edge(Some("a \"b\"\n\t\u{1f600}"), Some((3, 17))),
+            ),
+            ("http://a/x".to_owned(), EdgeSpec::plain(LinkKind::Redirect)),
+            ("http://a/y".to_owned(), edge(None, None)),
+        ];
+        let bytes = encode_edges(&edges);
+        let back = decode_edges(&bytes).unwrap();
+        let back: Vec<(String, EdgeSpec)> =
+            back.into_iter().map(|(k, e)| (k.to_owned(), e)).collect();
+        assert_eq!(back, edges);
+        assert!(decode_edges(&bytes[..bytes.len() - 1]).is_err());
+        assert_eq!(decode_edges(&encode_edges(&[])).unwrap(), vec![]);
+        assert_eq!(decode_edges(&[]).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn json_outlinks_of_an_older_entry_are_read() {
+        let text = r#"[["http://a/x",0,false,"text",null,[2,5]]]"#;
+        let back = decode_json_edges(text).unwrap();
+        assert_eq!(back.len(), 1);
+        assert_eq!(back[0].0, "http://a/x");
+        assert_eq!(back[0].1.anchor.as_deref(), Some("text"));
+        assert_eq!(back[0].1.at, Some(Position { line: 2, col: 5 }));
+        assert_eq!(back[0].1.kind, LinkKind::from_code(0).unwrap());
+    }
 }

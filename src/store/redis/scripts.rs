@@ -198,7 +198,8 @@ return out"
 });
 
 /// Finish a leased URL with its result. KEYS: seen, out, leases, tries, counts. ARGV: key
-/// hash, queue element, key, page JSON, outlinks JSON (empty for none), the most entries
+/// hash, queue element, key, page JSON, outlinks (`records::encode_edges`, empty for
+/// none), the most entries
 /// the results stream may hold (0: no limit).
 ///
 /// The `x` letter makes the page stored once even when two processes fetched it (a lease
@@ -216,7 +217,7 @@ end
 local cap = tonumber(ARGV[6])
 if cap > 0 and redis.call('XLEN', KEYS[2]) >= cap then return -1 end
 redis.call('HSET', KEYS[1], ARGV[1], (v and string.sub(v, 1, -2) or '0') .. 'x')
-redis.call('XADD', KEYS[2], '*', 't', 'p', 'k', ARGV[3], 'r', ARGV[4], 'e', ARGV[5])
+redis.call('XADD', KEYS[2], '*', 't', 'p', 'k', ARGV[3], 'r', ARGV[4], 'b', ARGV[5])
 redis.call('ZREM', KEYS[3], ARGV[2])
 redis.call('HDEL', KEYS[4], ARGV[1])
 redis.call('HINCRBY', KEYS[5], 'stored', 1)

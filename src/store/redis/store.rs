@@ -12,7 +12,7 @@ use url::Url;
 use super::collect::Collecting;
 use super::process::{self, Held, Process};
 use super::queue::Queue;
-use super::records::{stored_edge, Admit, Admitted, Budget, Lease, Queued, Row, StoredEdge};
+use super::records::{Admit, Admitted, Budget, Lease, Queued, Row, StoredEdge};
 use super::sent::Sent;
 use super::take::Taker;
 use super::{status, CrawlKeys, DistError, Redis};
@@ -154,7 +154,7 @@ impl RedisStore {
             if let (Some(sent), Some(held)) = (sent.as_deref_mut(), held.as_mut()) {
                 if held.covers(own, c.depth, c.follow) {
                     if let Some(e) = c.edge {
-                        edges.push(stored_edge(key, e));
+                        edges.push((key, e));
                     }
                     continue;
                 }
@@ -162,7 +162,7 @@ impl RedisStore {
             }
             let skip = self.rules.judge(&c, &key);
             if let Some(e) = c.edge {
-                edges.push(stored_edge(key.clone(), e));
+                edges.push((key.clone(), e));
             }
             let group = query_group(&key).map(key_hash);
             let shard = self.keys.shard_of(group.unwrap_or(own));
