@@ -263,6 +263,20 @@ fn foreign_sqlite_db_is_refused_and_left_untouched() {
 }
 
 #[test]
+fn a_db_in_a_missing_folder_is_refused_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &["crawl", UNUSED_SEED, "--db", "no-such-folder/c.db"],
+    );
+    assert_bad_input(
+        &out,
+        &["no-such-folder", "does not exist", "create the folder"],
+    );
+    assert!(!dir.path().join("no-such-folder").exists());
+}
+
+#[test]
 fn garbage_db_is_refused_and_left_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("garbage.db");

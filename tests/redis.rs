@@ -566,6 +566,37 @@ async fn bad_redis_input_is_refused_with_a_clear_message() {
         assert!(err.contains(says), "{args:?} should say {says:?}: {err}");
     }
     assert_eq!(std::fs::read(&existing).unwrap(), b"keep me");
+
+    // A results file in a folder that does not exist is refused before the crawl records
+    // it as its results file for good: the same crawl then takes a good path.
+    let nowhere = dir.path().join("no-such-folder").join("r.db");
+    let good = dir.path().join("r.db");
+    let with_db = |db: &std::path::Path| {
+        let db = db.display().to_string();
+        let args = [
+            "crawl",
+            seed,
+            "--store",
+            &url,
+            "--crawl-id",
+            "folder",
+            "--db",
+            &db,
+        ];
+        args.map(str::to_owned)
+    };
+    let out = trawl().args(with_db(&nowhere)).output().await.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("does not exist") && err.contains("create the folder"),
+        "{err}"
+    );
+    // (Its seed is unreachable: the crawl runs, and fails for that reason alone.)
+    let out = trawl().args(with_db(&good)).output().await.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no seed could be fetched"), "{err}");
+    assert!(good.exists(), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

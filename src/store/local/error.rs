@@ -43,6 +43,14 @@ pub enum StoreError {
         /// What the OS or SQLite said.
         detail: String,
     },
+    /// The folder the file is to be made in does not exist.
+    #[error("cannot make {path}: its folder {dir} does not exist; create the folder, or give --db a path in an existing one")]
+    NoFolder {
+        /// The file.
+        path: String,
+        /// Its folder.
+        dir: String,
+    },
     /// The file could not be opened at all.
     #[error("cannot open {path}: {source}")]
     Open {
@@ -114,6 +122,7 @@ impl StoreError {
             | StoreError::Locked { .. }
             | StoreError::ReadOnly { .. }
             | StoreError::Open { .. }
+            | StoreError::NoFolder { .. }
             | StoreError::VisitedDir { .. }
             | StoreError::NoGeneration { .. }
             | StoreError::RefreshUnfinished { .. } => true,

@@ -128,6 +128,8 @@ impl SqliteStore {
         }
         if exists {
             check_header(path)?;
+        } else {
+            check_folder(path)?;
         }
         let lock = match mode {
             OpenMode::Crawl => Some(take_lock(path)?),
@@ -467,6 +469,22 @@ fn remove_reader_files(path: &Path) {
         let _ = std::fs::remove_file(&wal);
         let _ = std::fs::remove_file(sibling(path, "-shm"));
     }
+}
+
+/// That a crawl file can be made at `path`: its folder exists. Said before anything is
+/// crawled (a Redis crawl records its results file before a collector first opens it).
+pub fn check_folder(path: &Path) -> Result<(), StoreError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => return Ok(()),
+    };
+    if dir.is_dir() {
+        return Ok(());
+    }
+    Err(StoreError::NoFolder {
+        path: path.display().to_string(),
+        dir: dir.display().to_string(),
+    })
 }
 
 fn take_lock(path: &Path) -> Result<File, StoreError> {

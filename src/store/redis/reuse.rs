@@ -28,6 +28,7 @@ use super::records::Queued;
 use super::results::{begun, claim, ResultsFile};
 use super::scripts::{self, seen_letter};
 use super::DistError;
+use crate::store::local::sqlite::check_folder;
 use crate::store::{FileUrl, OpenMode, SqliteStore, StoredCrawl, UrlState};
 use crate::traps::query_group;
 use crate::url_norm::{host_key, key_hash};
@@ -96,6 +97,9 @@ pub(crate) async fn prepare_file(
     keep: Duration,
 ) -> Result<(), DistError> {
     if !earlier || reuse == Reuse::No {
+        // A crawl's results file is recorded once for good: refuse a path no collector
+        // could make before it is recorded.
+        check_folder(path)?;
         return claim(redis, keys, path).await.map(drop);
     }
     // Locked before the claim, so no collector of the crawl writes the file before it is
