@@ -409,6 +409,61 @@ async fn killed_collectors_are_taken_over_and_every_result_arrives_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collector_that_fails_tries_again_and_every_result_arrives() {
+    use tokio::io::AsyncBufReadExt;
+    let redis = RedisServer::start();
+    let server = SiteServer::start(site(31, 300, 8)).await;
+    let expected = server.expected();
+    let total = expected.fetched.len() as u64;
+    let (host, seed) = host_and_seed(&server);
+    let id = "retry";
+    let file = results(&redis.url(), id);
+    let mut child = crawler(
+        std::slice::from_ref(&seed),
+        &redis.url(),
+        id,
+        &["--concurrency", "3"],
+    );
+    let stderr = child.stderr.take().unwrap();
+    let (failed, mut failed_rx) = tokio::sync::mpsc::unbounded_channel();
+    let log = tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        let mut all = String::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("collecting the results stopped") {
+                let _ = failed.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    wait_stored(&redis, id, &host, total / 4).await;
+    // Another program holds the file's write lock past the collector's patience (5 s):
+    // its write fails, and the lock is let go once it has said so.
+    let other = rusqlite::Connection::open(&file).unwrap();
+    other.busy_timeout(Duration::from_secs(20)).unwrap();
+    other.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    tokio::time::timeout(Duration::from_secs(60), failed_rx.recv())
+        .await
+        .expect("the collector's write fails while the file is held");
+    other.execute_batch("ROLLBACK").unwrap();
+    drop(other);
+    let status = tokio::time::timeout(Duration::from_secs(120), child.wait())
+        .await
+        .expect("the crawler ends")
+        .unwrap();
+    let log = log.await.unwrap();
+    assert!(status.success(), "{log}");
+    assert!(log.contains("trying again"), "{log}");
+    let dir = tempfile::tempdir().unwrap();
+    let got = copy_back(&redis.url(), id, dir.path()).await;
+    assert_matches(&expected, &got, false);
+    assert!(got.duplicate_keys.is_empty(), "{:?}", got.duplicate_keys);
+    assert_eq!(got.integrity, "ok");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_restart_mid_crawl_pauses_the_processes_and_loses_nothing() {
     let mut redis = RedisServer::start();
     let server = SiteServer::start(site(31, 300, 10)).await;

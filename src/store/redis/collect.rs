@@ -49,6 +49,11 @@ const IDLE_MAX: Duration = Duration::from_millis(50);
 const STANDBY: Duration = Duration::from_secs(1);
 /// How often every stream is read, not only those marked as written to.
 const SWEEP: Duration = Duration::from_secs(5);
+/// A collector that failed tries again after this, doubled up to `RETRY_MAX` while it keeps
+/// failing: most failures pass (the file held by another program, a full disk freed),
+/// and meanwhile the results wait in Redis, then the crawl waits for them.
+const RETRY_MIN: Duration = Duration::from_secs(1);
+const RETRY_MAX: Duration = Duration::from_secs(60);
 
 /// How the collector is asked to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,18 +77,10 @@ impl Collecting {
     pub(crate) fn start(redis: Redis, keys: CrawlKeys, path: PathBuf) -> Collecting {
         let (stop, rx) = watch::channel(Stop::No);
         let task = tokio::spawn(async move {
-            let collected = match redis.another().await {
-                Ok(own) => collect(own, keys, path, rx).await,
+            match redis.another().await {
+                Ok(own) => collect_retrying(own, keys, path, rx).await,
                 Err(e) => Err(e),
-            };
-            if let Err(e) = &collected {
-                // Said now, not only when the crawl ends: the crawl goes on, and its
-                // results wait in Redis (up to the buffer, then the crawl waits too).
-                tracing::error!(
-                    "collecting the results stopped: {e}; they wait in Redis until a process of the crawl given --db FILE collects them"
-                );
             }
-            collected
         });
         Collecting { stop, task }
     }
@@ -96,6 +93,41 @@ impl Collecting {
         self.task
             .await
             .map_err(|e| DistError::Internal(format!("the collector panicked: {e}")))?
+    }
+}
+
+/// [`collect`], tried again while it fails and this process goes on crawling; once the
+/// process stops, one last try, whose error is the collector's.
+async fn collect_retrying(
+    redis: Redis,
+    keys: CrawlKeys,
+    path: PathBuf,
+    mut stop: watch::Receiver<Stop>,
+) -> Result<(), DistError> {
+    let mut wait = RETRY_MIN;
+    loop {
+        let stopping = *stop.borrow();
+        let e = match collect(redis.clone(), keys.clone(), path.clone(), stop.clone()).await {
+            Ok(()) => return Ok(()),
+            Err(e) if stopping != Stop::No => return Err(e),
+            Err(e) => e,
+        };
+        // Said now, not only when the crawl ends: the crawl goes on, and its results wait
+        // in Redis (up to the buffer, then the crawl waits too).
+        tracing::error!(
+            "collecting the results stopped: {e}; trying again in {}s (the results wait in Redis meanwhile)",
+            wait.as_secs()
+        );
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            changed = stop.changed() => {
+                if changed.is_err() {
+                    // Nobody can ask this collector to stop any more.
+                    return Err(e);
+                }
+            }
+        }
+        wait = (wait * 2).min(RETRY_MAX);
     }
 }
 
