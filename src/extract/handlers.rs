@@ -10,6 +10,7 @@ use url::Url;
 
 use super::entities::decode_entities;
 use super::refresh::refresh_target;
+use super::resolve::{self, Seen};
 use super::text::{trim_ascii_whitespace, TitleText, MAX_TITLE_RAW_BYTES};
 use super::{ascii_compatible, lock, Link, Shared, State};
 use crate::link::LinkKind;
@@ -313,31 +314,27 @@ fn has_skipped_scheme(value: &str) -> bool {
 impl State {
     /// `value` resolved against the base, its query encoded in the document's encoding.
     fn resolve(&mut self, value: &str) -> Option<Url> {
-        // `url` sizes the new URL's string by the length of its input, so a relative link
-        // (`/p/12`) is reallocated twice as the base and then the path are copied in. Spaces
-        // appended to the input make room for the base up front; the parser strips trailing
-        // spaces (as the URL standard says), so the result is the same.
-        let padded = &mut self.scratch;
-        padded.clear();
-        padded.push_str(value);
-        const SPACES: &str = match std::str::from_utf8(&[b' '; 256]) {
-            Ok(s) => s,
-            Err(_) => unreachable!(),
-        };
-        padded.push_str(&SPACES[..SPACES.len().min(self.base.as_str().len() + 8)]);
-        let options = Url::options().base_url(Some(&self.base));
-        match self.query_encoding {
-            None => options.parse(padded).ok(),
-            Some(enc) => {
-                fn with(
-                    enc: &'static encoding_rs::Encoding,
-                ) -> impl for<'a> Fn(&'a str) -> std::borrow::Cow<'a, [u8]> {
-                    move |s| enc.encode(s).0
-                }
-                let encode = with(enc);
-                options.encoding_override(Some(&encode)).parse(padded).ok()
-            }
+        resolve::resolve(&mut self.scratch, &self.base, self.query_encoding, value)
+    }
+
+    /// The link `value` makes: resolved once per distinct value on the page.
+    fn link_url(&mut self, value: &str) -> Option<Url> {
+        match self.memo.get(value) {
+            Some(Seen::Link(i)) => return self.links.get(i).map(|l| l.url.clone()),
+            Some(Seen::Nothing) => return None,
+            None => {}
         }
+        // The URL parser drops tabs and newlines anywhere, so "java\tscript:" only shows
+        // its scheme after parsing.
+        let url = self
+            .resolve(value)
+            .filter(|url| !SKIPPED_SCHEMES.contains(&url.scheme()));
+        let seen = match url {
+            Some(_) => Seen::Link(self.links.len()),
+            None => Seen::Nothing,
+        };
+        self.memo.remember(value, seen);
+        url
     }
 
     /// The link in `raw` (an attribute value as written) of the element starting at byte
@@ -352,14 +349,9 @@ impl State {
         if value.is_empty() || has_skipped_scheme(value) {
             return;
         }
-        let Some(url) = self.resolve(value) else {
+        let Some(url) = self.link_url(value) else {
             return;
         };
-        // The URL parser drops tabs and newlines anywhere, so "java\tscript:" only shows its
-        // scheme after parsing.
-        if SKIPPED_SCHEMES.contains(&url.scheme()) {
-            return;
-        }
         if let Some(at) = at {
             self.spots.push((self.links.len(), at));
         }
@@ -392,6 +384,7 @@ impl State {
         let decoded = decode_entities(raw, true);
         if let Some(base) = self.resolve(trim_ascii_whitespace(&decoded)) {
             self.base = base;
+            self.memo.clear();
         }
     }
 

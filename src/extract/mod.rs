@@ -45,6 +45,8 @@ mod position;
 mod handlers;
 // `<noscript>` content, read as markup: its bounds and its extractor.
 mod noscript;
+// A page's links resolved against its base, once per distinct value.
+mod resolve;
 // The declarative refresh syntax, shared by `<meta http-equiv=refresh>` and the header.
 pub(crate) mod refresh;
 // Decoding, collapsing and cutting text: shared by titles and anchors, free of parser types.
@@ -325,6 +327,8 @@ struct State {
     query_encoding: Option<&'static encoding_rs::Encoding>,
     /// Reused by [`State::resolve`] for each link.
     scratch: String,
+    /// What [`State::resolve`] gave for each value so far, against `base`.
+    memo: resolve::Memo,
     noscript: noscript::Noscript,
 }
 
@@ -347,6 +351,7 @@ impl State {
             follow_meta_charset: false,
             query_encoding: None,
             scratch: String::new(),
+            memo: resolve::Memo::default(),
             noscript: noscript::Noscript::new(),
         }
     }
@@ -513,6 +518,25 @@ mod tests {
     fn extractor_is_send() {
         fn assert_send<T: Send>() {}
         assert_send::<Extractor>();
+    }
+
+    #[test]
+    fn a_repeated_value_resolves_as_it_did_and_the_base_starts_afresh() {
+        let got = urls(concat!(
+            "<a href=x>1</a><a href=' x '>2</a><a href='java\tscript:go()'>j</a>",
+            "<a href='java\tscript:go()'>j</a><base href=\"https://other.example/d/\">",
+            "<a href=x>3</a><a href=x#f>4</a><a href=x>5</a>",
+        ));
+        assert_eq!(
+            got,
+            [
+                "https://example.com/dir/x",
+                "https://example.com/dir/x",
+                "https://other.example/d/x",
+                "https://other.example/d/x#f",
+                "https://other.example/d/x",
+            ]
+        );
     }
 
     /// Every kind of split: inside tag names, attribute names, attribute values, entities

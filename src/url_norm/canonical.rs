@@ -111,6 +111,32 @@ pub fn key_hash(key: &str) -> u128 {
     xxhash_rust::xxh3::xxh3_128(key.as_bytes())
 }
 
+/// A map by [`key_hash`]: the hash is one already, so the map
+/// uses its low bits as they are instead of hashing it again.
+pub(crate) type ByKeyHash<V> =
+    std::collections::HashMap<u128, V, std::hash::BuildHasherDefault<Prehashed>>;
+
+/// The hasher of [`ByKeyHash`].
+#[derive(Default)]
+pub(crate) struct Prehashed(u64);
+
+impl std::hash::Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u128` keys reach it; any other input is still hashed, if poorly.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u128(&mut self, v: u128) {
+        self.0 = v as u64;
+    }
+}
+
 /// The per-host queue key: lower-case host, plus `:port` when the URL has a non-default
 /// port, e.g. `example.org`, `127.0.0.1:8080`, `[::1]:3000`. Empty for URLs without a host.
 pub fn host_key(url: &Url) -> String {

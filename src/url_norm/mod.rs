@@ -18,6 +18,7 @@ mod canonical;
 mod scope;
 // Named by limits, robots and filters as much as by scope: due to move to admission.
 
+pub(crate) use canonical::ByKeyHash;
 pub use canonical::{canonical_key, canonical_key_into, host_key, is_fetchable_scheme, key_hash};
 pub use scope::{Miss, Scope, ScopeMode};
 pub use seed::{parse_seed, read_seeds_file};

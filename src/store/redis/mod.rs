@@ -59,31 +59,7 @@ pub(crate) fn parse_target(
     Ok((url, id.to_owned()))
 }
 
-/// A map by [`key_hash`](crate::url_norm::key_hash): the hash is one already, so the map
-/// uses its low bits as they are instead of hashing it again.
-pub(crate) type ByKeyHash<V> =
-    std::collections::HashMap<u128, V, std::hash::BuildHasherDefault<Prehashed>>;
-
-/// The hasher of [`ByKeyHash`].
-#[derive(Default)]
-pub(crate) struct Prehashed(u64);
-
-impl std::hash::Hasher for Prehashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `u128` keys reach it; any other input is still hashed, if poorly.
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-
-    fn write_u128(&mut self, v: u128) {
-        self.0 = v as u64;
-    }
-}
+pub(crate) use crate::url_norm::ByKeyHash;
 
 /// How often a process writes its heartbeat (for `trawl status`).
 pub(crate) const HEARTBEAT: Duration = Duration::from_secs(2);
