@@ -197,8 +197,10 @@ impl Backend {
             }
             Kind::Redis => {
                 let meta = format!("trawl:{{{name}}}:meta");
-                if self.redis().cli(&["exists", &meta]).trim() == "0" {
-                    // Nothing written yet, like a file not yet created.
+                // Nothing written yet, like a file not yet created: no crawl, or one whose
+                // first process was killed before it named the results file (the next run
+                // names it).
+                if self.redis().cli(&["hexists", &meta, "results"]).trim() != "1" {
                     return;
                 }
                 let got = self.read(name).await;
