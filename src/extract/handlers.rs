@@ -10,7 +10,7 @@ use url::Url;
 
 use super::entities::decode_entities;
 use super::refresh::refresh_target;
-use super::resolve::{self, Seen};
+use super::resolve::{self, Key, Seen};
 use super::text::{trim_ascii_whitespace, TitleText, MAX_TITLE_RAW_BYTES};
 use super::{ascii_compatible, lock, Link, Shared, State};
 use crate::link::LinkKind;
@@ -319,7 +319,8 @@ impl State {
 
     /// The link `value` makes: resolved once per distinct value on the page.
     fn link_url(&mut self, value: &str) -> Option<Url> {
-        match self.memo.get(value) {
+        let key = Key::of(value);
+        match self.memo.get(key) {
             Some(Seen::Link(i)) => return self.links.get(i).map(|l| l.url.clone()),
             Some(Seen::Nothing) => return None,
             None => {}
@@ -333,7 +334,7 @@ impl State {
             Some(_) => Seen::Link(self.links.len()),
             None => Seen::Nothing,
         };
-        self.memo.remember(value, seen);
+        self.memo.remember(key, seen);
         url
     }
 

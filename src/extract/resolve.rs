@@ -66,16 +66,26 @@ pub(super) struct Memo {
     seen: ByKeyHash<Seen>,
 }
 
+/// A value as the memo knows it: its hash, taken once per link.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Key(u128);
+
+impl Key {
+    pub(super) fn of(value: &str) -> Key {
+        Key(xxhash_rust::xxh3::xxh3_128(value.as_bytes()))
+    }
+}
+
 impl Memo {
-    /// What `value` made before, if it was seen.
-    pub(super) fn get(&self, value: &str) -> Option<Seen> {
-        self.seen.get(&hash(value)).copied()
+    /// What the value `key` made before, if it was seen.
+    pub(super) fn get(&self, key: Key) -> Option<Seen> {
+        self.seen.get(&key.0).copied()
     }
 
-    /// `value` made `seen`.
-    pub(super) fn remember(&mut self, value: &str, seen: Seen) {
+    /// The value `key` made `seen`.
+    pub(super) fn remember(&mut self, key: Key, seen: Seen) {
         if self.seen.len() < MAX_ENTRIES {
-            self.seen.insert(hash(value), seen);
+            self.seen.insert(key.0, seen);
         }
     }
 
@@ -85,10 +95,6 @@ impl Memo {
     }
 }
 
-fn hash(value: &str) -> u128 {
-    xxhash_rust::xxh3::xxh3_128(value.as_bytes())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,23 +102,24 @@ mod tests {
     #[test]
     fn a_value_is_remembered_until_cleared() {
         let mut memo = Memo::default();
-        assert_eq!(memo.get("x/y"), None);
-        memo.remember("x/y", Seen::Link(3));
-        memo.remember("javascript:x", Seen::Nothing);
-        assert_eq!(memo.get("x/y"), Some(Seen::Link(3)));
-        assert_eq!(memo.get("javascript:x"), Some(Seen::Nothing));
-        assert_eq!(memo.get("x/z"), None);
+        let key = Key::of;
+        assert_eq!(memo.get(key("x/y")), None);
+        memo.remember(key("x/y"), Seen::Link(3));
+        memo.remember(key("javascript:x"), Seen::Nothing);
+        assert_eq!(memo.get(key("x/y")), Some(Seen::Link(3)));
+        assert_eq!(memo.get(key("javascript:x")), Some(Seen::Nothing));
+        assert_eq!(memo.get(key("x/z")), None);
         memo.clear();
-        assert_eq!(memo.get("x/y"), None);
+        assert_eq!(memo.get(key("x/y")), None);
     }
 
     #[test]
     fn it_stays_bounded() {
         let mut memo = Memo::default();
         for i in 0..MAX_ENTRIES + 10 {
-            memo.remember(&i.to_string(), Seen::Nothing);
+            memo.remember(Key::of(&i.to_string()), Seen::Nothing);
         }
         assert_eq!(memo.seen.len(), MAX_ENTRIES);
-        assert_eq!(memo.get(&(MAX_ENTRIES + 5).to_string()), None);
+        assert_eq!(memo.get(Key::of(&(MAX_ENTRIES + 5).to_string())), None);
     }
 }

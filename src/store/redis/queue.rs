@@ -344,11 +344,7 @@ impl Queue {
     ) -> Result<bool, DistError> {
         let k = self.keys.part(&lease.host, lease.shard);
         let page = serde_json::to_string(page).expect("serialising a page");
-        let edges = if edges.is_empty() {
-            Vec::new()
-        } else {
-            encode_edges(edges)
-        };
+        let edges = encode_edges(edges);
         let cap = RESULTS_IN_TRANSIT.to_string();
         loop {
             let stored: i64 = self

@@ -178,9 +178,12 @@ type WireEdge<'a> = (
 );
 
 /// A page's outlinks as the results stream carries them (the entry's `b` field):
-/// postcard, not JSON. On a link-dense site JSON's escaping and parsing back into owned
-/// strings were 6-7 % of a Redis crawl's CPU (BENCHMARKS.md).
+/// postcard, not JSON, and nothing for none. On a link-dense site JSON's escaping and
+/// parsing back into owned strings were 6-7 % of a Redis crawl's CPU (BENCHMARKS.md).
 pub fn encode_edges(edges: &[StoredEdge]) -> Vec<u8> {
+    if edges.is_empty() {
+        return Vec::new();
+    }
     let wire: Vec<WireEdge<'_>> = edges
         .iter()
         .map(|(key, e)| {
@@ -197,8 +200,8 @@ pub fn encode_edges(edges: &[StoredEdge]) -> Vec<u8> {
     postcard::to_allocvec(&wire).expect("serialising outlinks")
 }
 
-/// A page's outlinks read back from [`encode_edges`]'s form (or from nothing, which a page
-/// without outlinks sends): each target's key, borrowed, and its edge.
+/// A page's outlinks read back from [`encode_edges`]'s form: each target's key, borrowed,
+/// and its edge.
 pub fn decode_edges(bytes: &[u8]) -> Result<Vec<(&str, EdgeSpec)>, postcard::Error> {
     if bytes.is_empty() {
         return Ok(Vec::new());
