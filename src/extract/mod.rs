@@ -539,6 +539,31 @@ mod tests {
         );
     }
 
+    #[test]
+    fn attributes_are_read_in_any_case_and_the_first_of_a_repeat_wins() {
+        let x = ex(concat!(
+            "<a class=c HREF=/1 href=/2 title=t REL='x NoFollow' rel=y>1</a>",
+            "<a xlink:href=/not-svg>2</a><svg><a xlink:href=/svg1>3</a>",
+            "<a xlink:href=/svg2 href=/svg2-wins>4</a></svg>",
+            "<link rel=nofollow rel=canonical href=/nf>",
+            "<meta HTTP-EQUIV=' Refresh ' content='0; url=/r' content='0; url=/no'>",
+        ));
+        let got: Vec<(String, bool)> = x
+            .links
+            .iter()
+            .map(|l| (l.url.path().to_owned(), l.nofollow))
+            .collect();
+        let want = [
+            ("/1", true),
+            ("/svg1", false),
+            ("/svg2-wins", false),
+            ("/nf", true),
+            ("/r", false),
+        ];
+        assert_eq!(got, want.map(|(p, n)| (p.to_owned(), n)));
+        assert_eq!(x.links[3].kind, LinkKind::Link, "the first rel wins");
+    }
+
     /// Every kind of split: inside tag names, attribute names, attribute values, entities
     /// and multi-byte characters (in text and in a URL).
     const CHUNKED_DOC: &str = concat!(
