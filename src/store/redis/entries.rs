@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use rusqlite::Transaction;
 
-use super::records::{decode_edges, decode_json_edges, Row};
+use super::records::{decode_edges, decode_json_edges, decode_keyed_edges, Row, EDGES_FIELD};
 use super::ByKeyHash;
 use super::DistError;
 use crate::admit::{EdgeSpec, SkipReason};
@@ -210,9 +210,15 @@ impl Ids<'_> {
                 let key = e.field("k")?;
                 let result: PageResult = parse(e.field("r")?, key)?;
                 let bad = |e: String| WriteError::Corrupt(format!("the outlinks of {key}"), e);
-                let edges = match e.bytes("b") {
-                    Some(b) => self.edges(decode_edges(b).map_err(|e| bad(e.to_string()))?, rows),
-                    None => match e.field("e")? {
+                let edges = match (e.bytes(EDGES_FIELD), e.bytes("b")) {
+                    (Some(c), _) => {
+                        self.edges(decode_edges(c).map_err(|e| bad(e.to_string()))?, rows)
+                    }
+                    (None, Some(b)) => {
+                        let read = decode_keyed_edges(b).map_err(|e| bad(e.to_string()))?;
+                        self.edges(read, rows)
+                    }
+                    (None, None) => match e.field("e")? {
                         "" => Some(Vec::new()),
                         t => {
                             self.edges(decode_json_edges(t).map_err(|e| bad(e.to_string()))?, rows)

@@ -9,6 +9,7 @@ use super::DistError;
 use crate::admit::EdgeSpec;
 use crate::extract::Position;
 use crate::link::LinkKind;
+use crate::url_norm::{key_hash, ByKeyHash};
 
 /// A URL in a host's queue: what a process needs to fetch it. The queue element is its key
 /// hash (32 hex digits, so the scripts find its `seen` entry without parsing JSON) followed
@@ -165,9 +166,9 @@ pub struct Popped {
 /// admission planned of the edge.
 pub type StoredEdge = (String, EdgeSpec);
 
-/// An outlink in the stream's form: target key, kind code, nofollow, anchor text,
-/// fragment, (line, column). A tuple of borrowed strings: a page's outlinks are written
-/// and read back without a copy of each string.
+/// An outlink as entries of the `b` field carry it: target key, kind code, nofollow,
+/// anchor text, fragment, (line, column). A tuple of borrowed strings: a page's outlinks
+/// are read back without a copy of each string.
 type WireEdge<'a> = (
     &'a str,
     i64,
@@ -177,18 +178,41 @@ type WireEdge<'a> = (
     Option<(u32, u32)>,
 );
 
-/// A page's outlinks as the results stream carries them (the entry's `b` field):
-/// postcard, not JSON, and nothing for none. On a link-dense site JSON's escaping and
-/// parsing back into owned strings were 6-7 % of a Redis crawl's CPU (BENCHMARKS.md).
+/// An outlink in the `c` field: [`WireEdge`] with the index of its target in the page's
+/// list of distinct targets instead of the key.
+type CompactEdge<'a> = (
+    u32,
+    i64,
+    bool,
+    Option<&'a str>,
+    Option<&'a str>,
+    Option<(u32, u32)>,
+);
+
+/// The stream entry's field for [`encode_edges`]' form.
+pub const EDGES_FIELD: &str = "c";
+
+/// A page's outlinks as the results stream carries them (the entry's [`EDGES_FIELD`]):
+/// postcard, not JSON (whose escaping and parsing back were 6-7 % of a Redis crawl's CPU),
+/// each distinct target's key once, and nothing for none. Half of a documentation page's
+/// links go to a target it links to already (sidebars, a method's name and its `§`), and
+/// every byte of a script's argument costs redis-server twice, copied and hashed whole by
+/// its Lua (BENCHMARKS.md, "Redis: each target once per page").
 pub fn encode_edges(edges: &[StoredEdge]) -> Vec<u8> {
     if edges.is_empty() {
         return Vec::new();
     }
-    let wire: Vec<WireEdge<'_>> = edges
+    let mut index: ByKeyHash<u32> = ByKeyHash::default();
+    let mut keys: Vec<&str> = Vec::new();
+    let wire: Vec<CompactEdge<'_>> = edges
         .iter()
         .map(|(key, e)| {
+            let i = *index.entry(key_hash(key)).or_insert_with(|| {
+                keys.push(key);
+                keys.len() as u32 - 1
+            });
             (
-                key.as_str(),
+                i,
                 e.kind.code(),
                 e.nofollow,
                 e.anchor.as_deref(),
@@ -197,12 +221,29 @@ pub fn encode_edges(edges: &[StoredEdge]) -> Vec<u8> {
             )
         })
         .collect();
-    postcard::to_allocvec(&wire).expect("serialising outlinks")
+    postcard::to_allocvec(&(keys, wire)).expect("serialising outlinks")
 }
 
-/// A page's outlinks read back from [`encode_edges`]'s form: each target's key, borrowed,
+/// A page's outlinks read back from [`encode_edges`]' form: each target's key, borrowed,
 /// and its edge.
 pub fn decode_edges(bytes: &[u8]) -> Result<Vec<(&str, EdgeSpec)>, postcard::Error> {
+    if bytes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (keys, wire): (Vec<&str>, Vec<CompactEdge<'_>>) = postcard::from_bytes(bytes)?;
+    wire.into_iter()
+        .map(|(i, kind, nofollow, anchor, fragment, at)| {
+            let key = *keys
+                .get(i as usize)
+                .ok_or(postcard::Error::DeserializeBadEncoding)?;
+            Ok((key, owned_spec(kind, nofollow, anchor, fragment, at)))
+        })
+        .collect()
+}
+
+/// Outlinks in the `b` field, one key per edge: entries written before [`encode_edges`]
+/// kept each target once, still read after an upgrade mid-crawl.
+pub fn decode_keyed_edges(bytes: &[u8]) -> Result<Vec<(&str, EdgeSpec)>, postcard::Error> {
     if bytes.is_empty() {
         return Ok(Vec::new());
     }
@@ -210,16 +251,20 @@ pub fn decode_edges(bytes: &[u8]) -> Result<Vec<(&str, EdgeSpec)>, postcard::Err
     Ok(wire
         .into_iter()
         .map(|(key, kind, nofollow, anchor, fragment, at)| {
-            let spec = spec_of(
-                kind,
-                nofollow,
-                anchor.map(str::to_owned),
-                fragment.map(str::to_owned),
-                at,
-            );
-            (key, spec)
+            (key, owned_spec(kind, nofollow, anchor, fragment, at))
         })
         .collect())
+}
+
+fn owned_spec(
+    kind: i64,
+    nofollow: bool,
+    anchor: Option<&str>,
+    fragment: Option<&str>,
+    at: Option<(u32, u32)>,
+) -> EdgeSpec {
+    let (anchor, fragment) = (anchor.map(str::to_owned), fragment.map(str::to_owned));
+    spec_of(kind, nofollow, anchor, fragment, at)
 }
 
 /// Outlinks as JSON, the `e` field of entries written before [`encode_edges`]: a
@@ -308,6 +353,56 @@ mod tests {
         assert!(decode_edges(&bytes[..bytes.len() - 1]).is_err());
         assert_eq!(decode_edges(&encode_edges(&[])).unwrap(), vec![]);
         assert_eq!(decode_edges(&[]).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn a_target_linked_again_is_written_once() {
+        let key = "http://a/a-long-path-linked-from-the-sidebar-and-the-body.html";
+        let once = vec![(key.to_owned(), edge(Some("x"), Some((1, 2))))];
+        let thrice: Vec<StoredEdge> = (0..3)
+            .map(|i| (key.to_owned(), edge(Some("x"), Some((1, i)))))
+            .collect();
+        let (one, three) = (encode_edges(&once), encode_edges(&thrice));
+        assert!(
+            three.len() < one.len() + key.len(),
+            "{} {}",
+            one.len(),
+            three.len()
+        );
+        let back = decode_edges(&three).unwrap();
+        assert_eq!(back.len(), 3);
+        assert!(back.iter().all(|(k, _)| *k == key));
+        assert_eq!(back[2].1.at, Some(Position { line: 1, col: 2 }));
+        // An index past the targets is a corrupt entry, not a panic.
+        let bad = postcard::to_allocvec(&(
+            vec![key],
+            vec![(
+                1u32,
+                0i64,
+                false,
+                None::<&str>,
+                None::<&str>,
+                None::<(u32, u32)>,
+            )],
+        ))
+        .unwrap();
+        assert!(decode_edges(&bad).is_err());
+    }
+
+    #[test]
+    fn outlinks_of_an_older_entry_keyed_per_edge_are_read() {
+        let wire: Vec<WireEdge<'_>> = vec![
+            ("http://a/x", 2, true, Some("t"), Some("f"), Some((4, 9))),
+            ("http://a/x", 0, false, None, None, None),
+        ];
+        let bytes = postcard::to_allocvec(&wire).unwrap();
+        let back = decode_keyed_edges(&bytes).unwrap();
+        assert_eq!(back.len(), 2);
+        assert_eq!(back[0].0, "http://a/x");
+        assert_eq!(back[0].1.kind, LinkKind::from_code(2).unwrap());
+        assert_eq!(back[0].1.fragment.as_deref(), Some("f"));
+        assert_eq!(back[1].1.at, None);
+        assert_eq!(decode_keyed_edges(&[]).unwrap(), vec![]);
     }
 
     #[test]

@@ -10,6 +10,8 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
+use super::records::EDGES_FIELD;
+
 const NOW: &str = "local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 ";
@@ -207,7 +209,7 @@ return out"
 /// 0 when it was stored before, -1 (and does nothing) when the results stream is full:
 /// the caller waits for the collector and calls again.
 pub static COMPLETE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    Script::new(&format!(
         "local v = redis.call('HGET', KEYS[1], ARGV[1])
 if v and string.sub(v, -1) == 'x' then
   redis.call('ZREM', KEYS[3], ARGV[2])
@@ -217,12 +219,12 @@ end
 local cap = tonumber(ARGV[6])
 if cap > 0 and redis.call('XLEN', KEYS[2]) >= cap then return -1 end
 redis.call('HSET', KEYS[1], ARGV[1], (v and string.sub(v, 1, -2) or '0') .. 'x')
-redis.call('XADD', KEYS[2], '*', 't', 'p', 'k', ARGV[3], 'r', ARGV[4], 'b', ARGV[5])
+redis.call('XADD', KEYS[2], '*', 't', 'p', 'k', ARGV[3], 'r', ARGV[4], '{EDGES_FIELD}', ARGV[5])
 redis.call('ZREM', KEYS[3], ARGV[2])
 redis.call('HDEL', KEYS[4], ARGV[1])
 redis.call('HINCRBY', KEYS[5], 'stored', 1)
-return 1",
-    )
+return 1"
+    ))
 });
 
 /// Try a URL again later. KEYS: seen, leases, retries, tries. ARGV: key hash, queue
