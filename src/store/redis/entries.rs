@@ -6,10 +6,12 @@ use std::collections::{HashMap, HashSet};
 
 use rusqlite::Transaction;
 
-use super::records::{decode_edges, decode_json_edges, decode_keyed_edges, Row, EDGES_FIELD};
+use super::records::{
+    decode_edges, decode_json_edges, decode_keyed_edges, ReadEdges, Row, EDGES_FIELD,
+};
 use super::ByKeyHash;
 use super::DistError;
-use crate::admit::{EdgeSpec, SkipReason};
+use crate::admit::SkipReason;
 use crate::result::PageResult;
 use crate::store::local::pending::{Edge, HostId, NewHost, NewUrl, PageRecord, PendingRows, UrlId};
 use crate::store::local::writer::{write_page, write_rows};
@@ -262,17 +264,21 @@ impl Ids<'_> {
 
     /// A page's outlinks with their targets' ids; `None`: a target has no row yet (or,
     /// when forced, gets one).
-    fn edges<K: AsRef<str>>(
-        &mut self,
-        read: Vec<(K, EdgeSpec)>,
-        rows: &mut PendingRows,
-    ) -> Option<Vec<Edge>> {
-        let mut edges = Vec::with_capacity(read.len());
-        for (key, spec) in read {
-            let dst = self.need(key.as_ref(), rows)?;
-            edges.push(Edge { dst, spec });
+    fn edges(&mut self, read: ReadEdges<'_>, rows: &mut PendingRows) -> Option<Vec<Edge>> {
+        let mut ids = Vec::with_capacity(read.keys.len());
+        for key in &read.keys {
+            ids.push(self.need(key, rows)?);
         }
-        Some(edges)
+        // The indexes were checked against the keys when the entry was read.
+        let edges = read.edges.into_iter();
+        Some(
+            edges
+                .map(|(i, spec)| Edge {
+                    dst: ids[i as usize],
+                    spec,
+                })
+                .collect(),
+        )
     }
 
     /// One line of an admission entry.

@@ -1,6 +1,7 @@
 //! What the scripts take and give: queue elements, rows for the results stream, leases,
 //! budgets.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -194,21 +195,26 @@ pub const EDGES_FIELD: &str = "c";
 
 /// A page's outlinks as the results stream carries them (the entry's [`EDGES_FIELD`]):
 /// postcard, not JSON (whose escaping and parsing back were 6-7 % of a Redis crawl's CPU),
-/// each distinct target's key once, and nothing for none. Half of a documentation page's
-/// links go to a target it links to already (sidebars, a method's name and its `§`), and
-/// every byte of a script's argument costs redis-server twice, copied and hashed whole by
-/// its Lua (BENCHMARKS.md, "Redis: each target once per page").
+/// and nothing for none. Each distinct target's key is written once, as the length it
+/// shares with the key before it and the rest: half of a documentation page's links go to
+/// a target it links to already (sidebars, a method's name and its `§`), its targets share
+/// the site's address and most of their path, and every byte of a script's argument costs
+/// redis-server twice, copied and hashed whole by its Lua (BENCHMARKS.md, "Redis: each
+/// target once per page").
 pub fn encode_edges(edges: &[StoredEdge]) -> Vec<u8> {
     if edges.is_empty() {
         return Vec::new();
     }
     let mut index: ByKeyHash<u32> = ByKeyHash::default();
-    let mut keys: Vec<&str> = Vec::new();
+    let mut keys: Vec<(u32, &str)> = Vec::new();
+    let mut last = "";
     let wire: Vec<CompactEdge<'_>> = edges
         .iter()
         .map(|(key, e)| {
             let i = *index.entry(key_hash(key)).or_insert_with(|| {
-                keys.push(key);
+                let shared = shared_prefix(last, key);
+                keys.push((shared as u32, &key[shared..]));
+                last = key.as_str();
                 keys.len() as u32 - 1
             });
             (
@@ -224,36 +230,85 @@ pub fn encode_edges(edges: &[StoredEdge]) -> Vec<u8> {
     postcard::to_allocvec(&(keys, wire)).expect("serialising outlinks")
 }
 
-/// A page's outlinks read back from [`encode_edges`]' form: each target's key, borrowed,
-/// and its edge.
-pub fn decode_edges(bytes: &[u8]) -> Result<Vec<(&str, EdgeSpec)>, postcard::Error> {
-    if bytes.is_empty() {
-        return Ok(Vec::new());
+/// How many leading bytes `a` and `b` share, cut back to a character's start.
+fn shared_prefix(a: &str, b: &str) -> usize {
+    let mut n = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    // The bytes before `n` are the same in both, so a boundary in one is one in the other.
+    while !a.is_char_boundary(n) {
+        n -= 1;
     }
-    let (keys, wire): (Vec<&str>, Vec<CompactEdge<'_>>) = postcard::from_bytes(bytes)?;
-    wire.into_iter()
-        .map(|(i, kind, nofollow, anchor, fragment, at)| {
-            let key = *keys
-                .get(i as usize)
-                .ok_or(postcard::Error::DeserializeBadEncoding)?;
-            Ok((key, owned_spec(kind, nofollow, anchor, fragment, at)))
-        })
-        .collect()
+    n
+}
+
+/// A page's outlinks as read back: its distinct targets' keys, and each edge with the
+/// index of its target among them (so that each target's id is looked up once).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ReadEdges<'a> {
+    /// The targets' canonical keys, borrowed from the entry where it holds them whole.
+    pub keys: Vec<Cow<'a, str>>,
+    /// Each edge, in page order, with the index of its key in `keys`.
+    pub edges: Vec<(u32, EdgeSpec)>,
+}
+
+impl<'a> ReadEdges<'a> {
+    /// One key per edge, in order (the older forms).
+    fn keyed<K>(
+        read: impl Iterator<Item = (K, EdgeSpec)>,
+        key: impl Fn(K) -> Cow<'a, str>,
+    ) -> ReadEdges<'a> {
+        let mut out = ReadEdges::default();
+        for (i, (k, spec)) in read.enumerate() {
+            out.keys.push(key(k));
+            out.edges.push((i as u32, spec));
+        }
+        out
+    }
+}
+
+/// A page's outlinks read back from [`encode_edges`]' form.
+pub fn decode_edges(bytes: &[u8]) -> Result<ReadEdges<'_>, postcard::Error> {
+    if bytes.is_empty() {
+        return Ok(ReadEdges::default());
+    }
+    let bad = postcard::Error::DeserializeBadEncoding;
+    let (table, wire): (Vec<(u32, &str)>, Vec<CompactEdge<'_>>) = postcard::from_bytes(bytes)?;
+    let mut keys: Vec<Cow<'_, str>> = Vec::with_capacity(table.len());
+    for (shared, rest) in table {
+        let key = match shared {
+            0 => Cow::Borrowed(rest),
+            n => {
+                let last = keys.last().ok_or(bad.clone())?;
+                let head = last.get(..n as usize).ok_or(bad.clone())?;
+                Cow::Owned([head, rest].concat())
+            }
+        };
+        keys.push(key);
+    }
+    let edges = wire
+        .into_iter()
+        .map(
+            |(i, kind, nofollow, anchor, fragment, at)| match (i as usize) < keys.len() {
+                true => Ok((i, owned_spec(kind, nofollow, anchor, fragment, at))),
+                false => Err(bad.clone()),
+            },
+        )
+        .collect::<Result<_, _>>()?;
+    Ok(ReadEdges { keys, edges })
 }
 
 /// Outlinks in the `b` field, one key per edge: entries written before [`encode_edges`]
 /// kept each target once, still read after an upgrade mid-crawl.
-pub fn decode_keyed_edges(bytes: &[u8]) -> Result<Vec<(&str, EdgeSpec)>, postcard::Error> {
+pub fn decode_keyed_edges(bytes: &[u8]) -> Result<ReadEdges<'_>, postcard::Error> {
     if bytes.is_empty() {
-        return Ok(Vec::new());
+        return Ok(ReadEdges::default());
     }
     let wire: Vec<WireEdge<'_>> = postcard::from_bytes(bytes)?;
-    Ok(wire
+    let read = wire
         .into_iter()
         .map(|(key, kind, nofollow, anchor, fragment, at)| {
             (key, owned_spec(kind, nofollow, anchor, fragment, at))
-        })
-        .collect())
+        });
+    Ok(ReadEdges::keyed(read, Cow::Borrowed))
 }
 
 fn owned_spec(
@@ -269,7 +324,7 @@ fn owned_spec(
 
 /// Outlinks as JSON, the `e` field of entries written before [`encode_edges`]: a
 /// crawl's streams may still hold some when its processes are upgraded mid-crawl.
-pub fn decode_json_edges(text: &str) -> Result<Vec<(String, EdgeSpec)>, serde_json::Error> {
+pub fn decode_json_edges(text: &str) -> Result<ReadEdges<'static>, serde_json::Error> {
     type JsonEdge = (
         String,
         i64,
@@ -279,12 +334,12 @@ pub fn decode_json_edges(text: &str) -> Result<Vec<(String, EdgeSpec)>, serde_js
         Option<(u32, u32)>,
     );
     let wire: Vec<JsonEdge> = serde_json::from_str(text)?;
-    Ok(wire
+    let read = wire
         .into_iter()
         .map(|(key, kind, nofollow, anchor, fragment, at)| {
             (key, spec_of(kind, nofollow, anchor, fragment, at))
-        })
-        .collect())
+        });
+    Ok(ReadEdges::keyed(read, Cow::Owned))
 }
 
 fn spec_of(
@@ -325,6 +380,15 @@ pub struct Budget {
 mod tests {
     use super::*;
 
+    /// Each edge with its key, as written.
+    fn flat(read: ReadEdges<'_>) -> Vec<(String, EdgeSpec)> {
+        let keys = &read.keys;
+        read.edges
+            .iter()
+            .map(|(i, e)| (keys[*i as usize].to_string(), e.clone()))
+            .collect()
+    }
+
     fn edge(anchor: Option<&str>, at: Option<(u32, u32)>) -> EdgeSpec {
         EdgeSpec {
             kind: LinkKind::Iframe,
@@ -346,13 +410,13 @@ mod tests {
             ("http://a/y".to_owned(), edge(None, None)),
         ];
         let bytes = encode_edges(&edges);
-        let back = decode_edges(&bytes).unwrap();
-        let back: Vec<(String, EdgeSpec)> =
-            back.into_iter().map(|(k, e)| (k.to_owned(), e)).collect();
-        assert_eq!(back, edges);
+        assert_eq!(flat(decode_edges(&bytes).unwrap()), edges);
         assert!(decode_edges(&bytes[..bytes.len() - 1]).is_err());
-        assert_eq!(decode_edges(&encode_edges(&[])).unwrap(), vec![]);
-        assert_eq!(decode_edges(&[]).unwrap(), vec![]);
+        assert_eq!(
+            decode_edges(&encode_edges(&[])).unwrap(),
+            ReadEdges::default()
+        );
+        assert_eq!(decode_edges(&[]).unwrap(), ReadEdges::default());
     }
 
     #[test]
@@ -363,30 +427,59 @@ mod tests {
             .map(|i| (key.to_owned(), edge(Some("x"), Some((1, i)))))
             .collect();
         let (one, three) = (encode_edges(&once), encode_edges(&thrice));
-        assert!(
-            three.len() < one.len() + key.len(),
-            "{} {}",
-            one.len(),
-            three.len()
-        );
-        let back = decode_edges(&three).unwrap();
-        assert_eq!(back.len(), 3);
-        assert!(back.iter().all(|(k, _)| *k == key));
-        assert_eq!(back[2].1.at, Some(Position { line: 1, col: 2 }));
-        // An index past the targets is a corrupt entry, not a panic.
-        let bad = postcard::to_allocvec(&(
-            vec![key],
-            vec![(
-                1u32,
+        assert!(three.len() < one.len() + key.len(), "{one:?} {three:?}");
+        let read = decode_edges(&three).unwrap();
+        assert_eq!(read.keys, [key]);
+        assert_eq!(flat(read), thrice);
+    }
+
+    #[test]
+    fn keys_are_written_as_what_they_share_with_the_one_before_and_the_rest() {
+        let keys = [
+            "http://a/std/vec/struct.Vec.html",
+            "http://a/std/vec/struct.Vec.html?x",
+            "http://a/std/vec/index.html",
+            "http://b/",
+            // Shared bytes that end inside a character are not cut there.
+            "http://b/\u{e9}t\u{e9}",
+            "http://b/\u{e8}",
+        ];
+        let edges: Vec<StoredEdge> = keys
+            .iter()
+            .chain(&keys)
+            .map(|k| (k.to_string(), edge(None, None)))
+            .collect();
+        let bytes = encode_edges(&edges);
+        let holds = |k: &str| bytes.windows(k.len()).any(|w| w == k.as_bytes());
+        assert!(holds(keys[0]), "the first key is whole");
+        assert!(!holds(keys[1]) && !holds(keys[2]) && !holds(keys[3]), "the others are not");
+        let read = decode_edges(&bytes).unwrap();
+        assert_eq!(read.keys, keys);
+        assert_eq!(flat(read), edges);
+        assert_eq!(shared_prefix("\u{e9}", "\u{e8}"), 0);
+        assert_eq!(shared_prefix("ab\u{e9}", "ab\u{e9}c"), 4);
+    }
+
+    #[test]
+    fn a_corrupt_index_or_shared_length_is_an_error() {
+        type Table<'a> = Vec<(u32, &'a str)>;
+        let none = |i: u32| {
+            (
+                i,
                 0i64,
                 false,
                 None::<&str>,
                 None::<&str>,
                 None::<(u32, u32)>,
-            )],
-        ))
-        .unwrap();
-        assert!(decode_edges(&bad).is_err());
+            )
+        };
+        let write = |keys: Table<'_>, edges| postcard::to_allocvec(&(keys, edges)).unwrap();
+        // An index past the targets.
+        assert!(decode_edges(&write(vec![(0, "http://a/")], vec![none(1)])).is_err());
+        // A shared length past the key before, or with no key before.
+        assert!(decode_edges(&write(vec![(0, "a"), (2, "b")], vec![none(0)])).is_err());
+        assert!(decode_edges(&write(vec![(1, "a")], vec![none(0)])).is_err());
+        assert!(decode_edges(&write(vec![(0, "ab"), (1, "c")], vec![none(1)])).is_ok());
     }
 
     #[test]
@@ -396,19 +489,19 @@ mod tests {
             ("http://a/x", 0, false, None, None, None),
         ];
         let bytes = postcard::to_allocvec(&wire).unwrap();
-        let back = decode_keyed_edges(&bytes).unwrap();
+        let back = flat(decode_keyed_edges(&bytes).unwrap());
         assert_eq!(back.len(), 2);
         assert_eq!(back[0].0, "http://a/x");
         assert_eq!(back[0].1.kind, LinkKind::from_code(2).unwrap());
         assert_eq!(back[0].1.fragment.as_deref(), Some("f"));
         assert_eq!(back[1].1.at, None);
-        assert_eq!(decode_keyed_edges(&[]).unwrap(), vec![]);
+        assert_eq!(decode_keyed_edges(&[]).unwrap(), ReadEdges::default());
     }
 
     #[test]
     fn json_outlinks_of_an_older_entry_are_read() {
         let text = r#"[["http://a/x",0,false,"text",null,[2,5]]]"#;
-        let back = decode_json_edges(text).unwrap();
+        let back = flat(decode_json_edges(text).unwrap());
         assert_eq!(back.len(), 1);
         assert_eq!(back[0].0, "http://a/x");
         assert_eq!(back[0].1.anchor.as_deref(), Some("text"));
