@@ -286,12 +286,10 @@ pub fn decode_edges(bytes: &[u8]) -> Result<ReadEdges<'_>, postcard::Error> {
     }
     let edges = wire
         .into_iter()
-        .map(
-            |(i, kind, nofollow, anchor, fragment, at)| match (i as usize) < keys.len() {
-                true => Ok((i, owned_spec(kind, nofollow, anchor, fragment, at))),
-                false => Err(bad.clone()),
-            },
-        )
+        .map(|(i, kind, nofollow, anchor, fragment, at)| {
+            keys.get(i as usize).ok_or(bad.clone())?;
+            Ok((i, owned_spec(kind, nofollow, anchor, fragment, at)))
+        })
         .collect::<Result<_, _>>()?;
     Ok(ReadEdges { keys, edges })
 }
@@ -452,7 +450,10 @@ mod tests {
         let bytes = encode_edges(&edges);
         let holds = |k: &str| bytes.windows(k.len()).any(|w| w == k.as_bytes());
         assert!(holds(keys[0]), "the first key is whole");
-        assert!(!holds(keys[1]) && !holds(keys[2]) && !holds(keys[3]), "the others are not");
+        assert!(
+            !holds(keys[1]) && !holds(keys[2]) && !holds(keys[3]),
+            "the others are not"
+        );
         let read = decode_edges(&bytes).unwrap();
         assert_eq!(read.keys, keys);
         assert_eq!(flat(read), edges);
