@@ -9,7 +9,7 @@
 
 use url::Url;
 
-use crate::url_norm::ByKeyHash;
+use crate::url_norm::{key_hash, ByKeyHash};
 
 /// `value` resolved against `base`, its query encoded in `query_encoding` (the document's,
 /// when not UTF-8); `scratch` is reused from link to link.
@@ -72,7 +72,7 @@ pub(super) struct Key(u128);
 
 impl Key {
     pub(super) fn of(value: &str) -> Key {
-        Key(xxhash_rust::xxh3::xxh3_128(value.as_bytes()))
+        Key(key_hash(value))
     }
 }
 

@@ -10,7 +10,7 @@ use super::DistError;
 use crate::admit::EdgeSpec;
 use crate::extract::Position;
 use crate::link::LinkKind;
-use crate::url_norm::{key_hash, ByKeyHash};
+use crate::url_norm::ByKeyHash;
 
 /// A URL in a host's queue: what a process needs to fetch it. The queue element is its key
 /// hash (32 hex digits, so the scripts find its `seen` entry without parsing JSON) followed
@@ -163,9 +163,15 @@ pub struct Popped {
     pub leases: Vec<Lease>,
 }
 
-/// One outlink of a page as its completion carries it: the target's canonical key and what
-/// admission planned of the edge.
-pub type StoredEdge = (String, EdgeSpec);
+/// One outlink of a page as its completion carries it: the target's canonical key, its
+/// [`key_hash`](crate::url_norm::key_hash) (taken once, when the link was planned) and what admission planned of the
+/// edge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEdge {
+    pub key: String,
+    pub hash: u128,
+    pub spec: EdgeSpec,
+}
 
 /// An outlink as entries of the `b` field carry it: target key, kind code, nofollow,
 /// anchor text, fragment, (line, column). A tuple of borrowed strings: a page's outlinks
@@ -210,8 +216,8 @@ pub fn encode_edges(edges: &[StoredEdge]) -> Vec<u8> {
     let mut last = "";
     let wire: Vec<CompactEdge<'_>> = edges
         .iter()
-        .map(|(key, e)| {
-            let i = *index.entry(key_hash(key)).or_insert_with(|| {
+        .map(|StoredEdge { key, hash, spec: e }| {
+            let i = *index.entry(*hash).or_insert_with(|| {
                 let shared = shared_prefix(last, key);
                 keys.push((shared as u32, &key[shared..]));
                 last = key.as_str();
@@ -378,6 +384,16 @@ pub struct Budget {
 mod tests {
     use super::*;
 
+    /// Edges as a completion carries them, from (key, edge) pairs.
+    fn stored(pairs: &[(String, EdgeSpec)]) -> Vec<StoredEdge> {
+        let stored = |(key, spec): &(String, EdgeSpec)| StoredEdge {
+            key: key.clone(),
+            hash: crate::url_norm::key_hash(key),
+            spec: spec.clone(),
+        };
+        pairs.iter().map(stored).collect()
+    }
+
     /// Each edge with its key, as written.
     fn flat(read: ReadEdges<'_>) -> Vec<(String, EdgeSpec)> {
         let keys = &read.keys;
@@ -407,7 +423,7 @@ mod tests {
             ("http://a/x".to_owned(), EdgeSpec::plain(LinkKind::Redirect)),
             ("http://a/y".to_owned(), edge(None, None)),
         ];
-        let bytes = encode_edges(&edges);
+        let bytes = encode_edges(&stored(&edges));
         assert_eq!(flat(decode_edges(&bytes).unwrap()), edges);
         assert!(decode_edges(&bytes[..bytes.len() - 1]).is_err());
         assert_eq!(
@@ -421,10 +437,10 @@ mod tests {
     fn a_target_linked_again_is_written_once() {
         let key = "http://a/a-long-path-linked-from-the-sidebar-and-the-body.html";
         let once = vec![(key.to_owned(), edge(Some("x"), Some((1, 2))))];
-        let thrice: Vec<StoredEdge> = (0..3)
+        let thrice: Vec<(String, EdgeSpec)> = (0..3)
             .map(|i| (key.to_owned(), edge(Some("x"), Some((1, i)))))
             .collect();
-        let (one, three) = (encode_edges(&once), encode_edges(&thrice));
+        let (one, three) = (encode_edges(&stored(&once)), encode_edges(&stored(&thrice)));
         assert!(three.len() < one.len() + key.len(), "{one:?} {three:?}");
         let read = decode_edges(&three).unwrap();
         assert_eq!(read.keys, [key]);
@@ -442,12 +458,12 @@ mod tests {
             "http://b/\u{e9}t\u{e9}",
             "http://b/\u{e8}",
         ];
-        let edges: Vec<StoredEdge> = keys
+        let edges: Vec<(String, EdgeSpec)> = keys
             .iter()
             .chain(&keys)
             .map(|k| (k.to_string(), edge(None, None)))
             .collect();
-        let bytes = encode_edges(&edges);
+        let bytes = encode_edges(&stored(&edges));
         let holds = |k: &str| bytes.windows(k.len()).any(|w| w == k.as_bytes());
         assert!(holds(keys[0]), "the first key is whole");
         assert!(

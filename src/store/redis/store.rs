@@ -153,16 +153,24 @@ impl RedisStore {
             let own = key_hash(&key);
             if let (Some(sent), Some(held)) = (sent.as_deref_mut(), held.as_mut()) {
                 if held.covers(own, c.depth, c.follow) {
-                    if let Some(e) = c.edge {
-                        edges.push((key, e));
+                    if let Some(spec) = c.edge {
+                        edges.push(StoredEdge {
+                            key,
+                            hash: own,
+                            spec,
+                        });
                     }
                     continue;
                 }
                 sent.push((own, c.depth, c.follow));
             }
             let skip = self.rules.judge(&c, &key);
-            if let Some(e) = c.edge {
-                edges.push((key.clone(), e));
+            if let Some(spec) = c.edge {
+                edges.push(StoredEdge {
+                    key: key.clone(),
+                    hash: own,
+                    spec,
+                });
             }
             let group = query_group(&key).map(key_hash);
             let shard = self.keys.shard_of(group.unwrap_or(own));
