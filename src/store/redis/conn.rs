@@ -144,13 +144,15 @@ impl Redis {
                     if warned {
                         tracing::warn!("Redis is reachable again");
                     }
-                    return Ok(Redis {
+                    let redis = Redis {
                         conn,
                         url: url.clone(),
                         cancel,
                         sent: Arc::new(AtomicU64::new(0)),
                         interruptions: Arc::new(AtomicU64::new(0)),
-                    });
+                    };
+                    redis.check_version().await?;
+                    return Ok(redis);
                 }
                 Err(e) if !retryable(&e) => return Err(DistError::Redis(e)),
                 Err(e) => {
@@ -166,6 +168,25 @@ impl Redis {
                 }
             }
         }
+    }
+
+    /// Refuse a server older than the scripts need, before the crawl touches it. A cluster
+    /// answers `INFO` with every master's text; each must be new enough.
+    async fn check_version(&self) -> Result<(), DistError> {
+        let info: redis::Value = self.cmd(redis::cmd("INFO").arg("server")).await?;
+        let mut texts = Vec::new();
+        info_texts(&info, &mut texts);
+        let versions = texts
+            .iter()
+            .flat_map(|t| t.lines())
+            .filter_map(|l| l.strip_prefix("redis_version:").map(str::trim));
+        // A server that does not say is taken at its word (a proxy, a fork).
+        for v in versions {
+            if !new_enough(v) {
+                return Err(DistError::OldRedis(v.to_owned()));
+            }
+        }
+        Ok(())
     }
 
     /// A connection of its own to the same Redis, counted with this one: for a caller
@@ -285,8 +306,48 @@ impl Redis {
     }
 }
 
+/// The oldest Redis the scripts run on: they pop a batch with `LPOP key count` (6.2).
+const OLDEST: (u32, u32) = (6, 2);
+
+/// Whether `version` (`MAJOR.MINOR.PATCH`) is at least [`OLDEST`].
+fn new_enough(version: &str) -> bool {
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let major = parts.next().unwrap_or(0);
+    let minor = parts.next().unwrap_or(0);
+    (major, minor) >= OLDEST
+}
+
+/// The texts in an `INFO` reply: one server's, or a cluster's map of them.
+fn info_texts(v: &redis::Value, out: &mut Vec<String>) {
+    match v {
+        redis::Value::BulkString(b) => out.push(String::from_utf8_lossy(b).into_owned()),
+        redis::Value::SimpleString(s) => out.push(s.clone()),
+        redis::Value::VerbatimString { text, .. } => out.push(text.clone()),
+        redis::Value::Array(items) | redis::Value::Set(items) => {
+            items.iter().for_each(|i| info_texts(i, out))
+        }
+        redis::Value::Map(pairs) => pairs.iter().for_each(|(_, i)| info_texts(i, out)),
+        _ => {}
+    }
+}
+
 /// Whether waiting may help: connection trouble, a server loading its data, a cluster
 /// changing hands. Script and type errors are not retried (they would fail again).
 fn retryable(e: &RedisError) -> bool {
     !matches!(e.retry_method(), RetryMethod::NoRetry) || e.is_timeout() || e.is_connection_refusal()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::new_enough;
+
+    #[test]
+    fn servers_older_than_6_2_are_refused() {
+        for old in ["6.0.16", "5.0.14", "6.1.9", "garbage"] {
+            assert!(!new_enough(old), "{old}");
+        }
+        for ok in ["6.2.0", "6.2.14", "7.0.15", "7.4.1", "10.0"] {
+            assert!(new_enough(ok), "{ok}");
+        }
+    }
 }

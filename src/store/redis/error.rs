@@ -32,6 +32,9 @@ pub enum DistError {
     /// Redis refused a call for a reason waiting will not fix.
     #[error("Redis error: {0}")]
     Redis(#[source] redis::RedisError),
+    /// The server is older than the scripts need.
+    #[error("Redis {0} is too old for trawl, which needs Redis 6.2 or newer (its scripts pop a batch with LPOP COUNT); upgrade the server, or crawl into a SQLite file with --db alone")]
+    OldRedis(String),
     /// Redis stayed unreachable until the crawl was stopped.
     #[error("Redis was unreachable ({0}); the crawl stopped with nothing lost: run the same command when Redis is back")]
     Unreachable(String),
@@ -113,6 +116,7 @@ impl DistError {
             | DistError::ReuseStarted { .. } => true,
             DistError::Store(e) => e.is_usage(),
             DistError::Redis(_)
+            | DistError::OldRedis(_)
             | DistError::Unreachable(_)
             | DistError::Corrupt { .. }
             | DistError::Warc(_)
