@@ -148,12 +148,12 @@ for j = 1, #hashes do
   end
   flags[#flags + 1] = flag
 end
-local pairs_ = {}
+local writes = {}
 for _, h in ipairs(changed) do
-  pairs_[#pairs_ + 1] = h
-  pairs_[#pairs_ + 1] = now_seen[h]
+  writes[#writes + 1] = h
+  writes[#writes + 1] = now_seen[h]
 end
-bulk('HSET', KEYS[1], pairs_)
+bulk('HSET', KEYS[1], writes)
 -- One LPUSH of many elements leaves them as one LPUSH each would: the last ahead.
 bulk(front and 'LPUSH' or 'RPUSH', KEYS[2], pushes)
 if #lines > 0 then
