@@ -180,13 +180,16 @@ async fn delay_and_rate_limit_space_the_requests(store: Backend) {
             b = b.rate_limit(r.parse().unwrap());
         }
         store.crawl(b).await;
-        let times: Vec<_> = server.all().into_iter().map(|h| h.at).collect();
+        let hits = server.all();
+        let times: Vec<_> = hits.iter().map(|h| h.at).collect();
+        // On failure, which requests came too close, and when each came.
+        let trace: Vec<_> = hits.iter().map(|h| (&h.path, h.at - times[0])).collect();
         assert_eq!(times.len(), 8, "/sitemap.xml, / and six pages");
         for w in times.windows(2) {
             let d = w[1] - w[0];
             assert!(
                 d >= Duration::from_millis(gap - 20),
-                "requests {d:?} apart, want at least {gap} ms"
+                "requests {d:?} apart, want at least {gap} ms: {trace:?}"
             );
         }
     }

@@ -164,7 +164,9 @@ where
         } else {
             Ask::Crawl
         };
-        self.store.started(&job.host).await?;
+        if let Some(at) = self.store.started(&job.host).await? {
+            tokio::time::sleep_until(at.into()).await;
+        }
         let validators = job.validators.as_deref();
         let read = self
             .reader

@@ -181,7 +181,9 @@ where
         parent: Option<Url>,
     ) -> Result<Vec<(Url, Option<Url>)>, Error> {
         tokio::time::sleep_until(self.store.book(host).await?.into()).await;
-        self.store.started(host).await?;
+        if let Some(at) = self.store.started(host).await? {
+            tokio::time::sleep_until(at.into()).await;
+        }
         self.read_sitemap(doc, parent).await
     }
 

@@ -197,9 +197,15 @@ pub(crate) trait Store: Send + Sync + Sized + 'static {
     /// was queued. `hash` is its canonical key's.
     fn depth_now(&self, job: &Job<Self>, hash: u128) -> u32;
 
-    /// A request to `host` starts now: keep its spacing from this moment (a request that
-    /// leaves later than it was booked for pushes the next one out).
-    fn started(&self, host: &Self::Host) -> impl Future<Output = Result<(), Self::Error>> + Send;
+    /// A request to `host` is about to leave: `Some(t)` when it must wait until `t` to keep
+    /// the host's spacing after the previous request, in any process. Spacing is booked
+    /// when a URL is taken, but a taken URL can wait before its fetch (a busy runtime)
+    /// while the next one comes due; this keeps the spacing between the requests
+    /// themselves, and a request that leaves late pushes the next one out.
+    fn started(
+        &self,
+        host: &Self::Host,
+    ) -> impl Future<Output = Result<Option<Instant>, Self::Error>> + Send;
 
     /// No request to `host` starts before `until` (a 429 or 503), in every process.
     fn pause(

@@ -284,9 +284,8 @@ impl Store for LocalStore {
             .map_or(job.depth, |d| d.min(job.depth))
     }
 
-    async fn started(&self, host: &HostId) -> Result<(), StoreError> {
-        self.frontier.started(*host);
-        Ok(())
+    async fn started(&self, host: &HostId) -> Result<Option<Instant>, StoreError> {
+        Ok(self.frontier.started(*host))
     }
 
     async fn pause(&self, host: &HostId, until: Instant) -> Result<(), StoreError> {

@@ -184,8 +184,8 @@ impl Stream {
 /// A host's own keys: one slot per host.
 #[derive(Debug, Clone)]
 pub struct HostKeys {
-    /// Hash: `next_at`, `paused_until` (Unix ms), `admitted` (for `max-pages-per-host`),
-    /// `sitemaps` (claimed).
+    /// Hash: `next_at`, `started_at`, `paused_until` (Unix ms), `admitted` (for
+    /// `max-pages-per-host`), `sitemaps` (claimed).
     pub state: String,
     /// Sorted set: request slots taken (one token per URL being fetched, or per sitemap
     /// read), scored by expiry (Unix ms, Redis clock): what `--per-host` counts, crawl-wide.

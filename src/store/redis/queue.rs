@@ -434,10 +434,20 @@ impl Queue {
     /// Book a request to `host` outside the queues, keeping its spacing (`interval`):
     /// how long to wait before it may start.
     pub async fn book(&self, host: &str, interval: Duration) -> Result<Duration, DistError> {
+        self.spaced(&scripts::BOOK, host, interval).await
+    }
+
+    /// Run a spacing script (`BOOK`, `STARTED`) on `host`'s state: the wait it answers.
+    async fn spaced(
+        &self,
+        script: &redis::Script,
+        host: &str,
+        interval: Duration,
+    ) -> Result<Duration, DistError> {
         let k = self.keys.host(host);
         let wait: i64 = self
             .redis
-            .script(&scripts::BOOK, &[&k.state], &[&ms(interval)])
+            .script(script, &[&k.state], &[&ms(interval)])
             .await?;
         Ok(Duration::from_millis(wait.max(0) as u64))
     }
@@ -500,12 +510,14 @@ impl Queue {
         Ok(())
     }
 
-    /// A request to `host` starts now: keep its spacing (`interval`) from this moment.
-    pub async fn started(&self, host: &str, interval: Duration) -> Result<(), DistError> {
+    /// A request to `host` is about to leave: how long it must wait to keep the host's
+    /// spacing (`interval`) after the previous one, in any process (see
+    /// [`scripts::STARTED`]).
+    pub async fn started(&self, host: &str, interval: Duration) -> Result<Duration, DistError> {
         if interval.is_zero() {
-            return Ok(());
+            return Ok(Duration::ZERO);
         }
-        self.not_before(host, "next_at", interval).await
+        self.spaced(&scripts::STARTED, host, interval).await
     }
 
     /// Claim the reading of `host`'s sitemaps for this process: true for exactly one

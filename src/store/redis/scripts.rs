@@ -327,9 +327,7 @@ return n"
 
 /// Push a time field of a host's state to at least now + ms, never earlier: a 429/503
 /// pause (`paused_until`, for every process; also sent to the results stream, so the
-/// SQLite file keeps it as a local crawl does) or the host's next allowed start
-/// (`next_at`, when a lease waited in a process before its fetch). KEYS: state, out. ARGV:
-/// field, ms.
+/// SQLite file keeps it as a local crawl does). KEYS: state, out. ARGV: field, ms.
 pub static NOT_BEFORE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
         "{NOW}
@@ -392,6 +390,27 @@ local start = math.max(now, paused, next_at)
 local interval = tonumber(ARGV[1])
 if interval > 0 then redis.call('HSET', KEYS[1], 'next_at', start + interval) end
 return start - now"
+    ))
+});
+
+/// A request to a host is about to leave: it leaves no sooner than the host's spacing after
+/// the previous one left, whatever process sent that (`started_at`), and the next grant
+/// waits for the spacing after it (`next_at`). Spacing is booked when a slot is granted,
+/// but a lease can wait in a process before its fetch (a busy or stalled runtime, the pop
+/// and hand-over after the grant) while the next grant comes due: without this step the
+/// two requests could leave together. KEYS: state. ARGV: interval ms. Returns how long to
+/// wait before sending, in ms.
+pub static STARTED: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(&format!(
+        "{NOW}
+local interval = tonumber(ARGV[1])
+local last = redis.call('HGET', KEYS[1], 'started_at')
+local at = now
+if last then at = math.max(now, tonumber(last) + interval) end
+redis.call('HSET', KEYS[1], 'started_at', at)
+local next_at = tonumber(redis.call('HGET', KEYS[1], 'next_at') or '0')
+if at + interval > next_at then redis.call('HSET', KEYS[1], 'next_at', at + interval) end
+return at - now"
     ))
 });
 

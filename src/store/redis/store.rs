@@ -350,8 +350,9 @@ impl Store for RedisStore {
         job.depth
     }
 
-    async fn started(&self, host: &String) -> Result<(), DistError> {
-        self.queue.started(host, self.interval_of(host)).await
+    async fn started(&self, host: &String) -> Result<Option<Instant>, DistError> {
+        let wait = self.queue.started(host, self.interval_of(host)).await?;
+        Ok((!wait.is_zero()).then(|| Instant::now() + wait))
     }
 
     async fn pause(&self, host: &String, until: Instant) -> Result<(), DistError> {

@@ -18,6 +18,8 @@ pub(super) struct HostTiming {
     next_at: Option<Instant>,
     /// Spacing between request starts; zero for none.
     interval: Duration,
+    /// When the latest request left (or will, after waiting out the spacing).
+    started_at: Option<Instant>,
     /// The end of the latest 429/503 pause, kept apart from `next_at` (which spacing
     /// moves too) for the live hosts table.
     paused_until: Option<Instant>,
@@ -155,25 +157,30 @@ impl Frontier {
         start
     }
 
-    /// A request to `host` starts now. A request that leaves later than it was booked for
-    /// (a busy worker, a loaded machine) pushes the host's next start out, so the spacing
+    /// A request to `host` is about to leave: `Some(t)` when it must wait until `t`, the
+    /// host's spacing after the previous request left. A request that leaves later than
+    /// it was booked for (a busy worker, a loaded machine) pushes the host's next start
+    /// out, and one booked before the previous request left waits for it, so the spacing
     /// holds between the requests themselves, not only in the schedule.
-    pub fn started(&self, host: HostId) {
+    pub fn started(&self, host: HostId) -> Option<Instant> {
         // The common case (no spacing anywhere) costs no lock per page.
         if self.spacing.interval.is_zero() && !self.spacing.host_intervals.load(Ordering::Relaxed) {
-            return;
+            return None;
         }
         let now = Instant::now();
         let mut st = self.lock();
         let h = &mut st.host(host).timing;
         let interval = self.spacing.of(h);
         if interval.is_zero() {
-            return;
+            return None;
         }
-        let earliest = now + interval;
+        let at = h.started_at.map_or(now, |t| (t + interval).max(now));
+        h.started_at = Some(at);
+        let earliest = at + interval;
         if h.next_at.is_none_or(|t| t < earliest) {
             h.next_at = Some(earliest);
         }
+        (at > now).then_some(at)
     }
 
     /// What the live hosts table shows of `host`: slots taken, spacing, pause.
@@ -276,6 +283,19 @@ mod tests {
             Err(Some(at)) => assert!(at >= before + Duration::from_secs(5)),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn requests_taken_before_the_previous_left_wait_for_it() {
+        let (f, _) = spaced(Duration::from_secs(2));
+        let before = Instant::now();
+        assert_eq!(f.started(0), None, "the first request leaves now");
+        // A second request that was taken meanwhile (its worker was slow to start the
+        // first) waits out the spacing after the first, and the one after waits for it.
+        let second = f.started(0).expect("a wait");
+        assert!(second >= before + Duration::from_secs(2), "{second:?}");
+        let third = f.started(0).expect("a wait");
+        assert_eq!(third, second + Duration::from_secs(2));
     }
 
     #[test]
