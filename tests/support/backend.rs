@@ -110,7 +110,12 @@ impl Backend {
 
     /// Build and run a crawl to its end (at most two minutes); its summary.
     pub async fn crawl(&self, builder: CrawlerBuilder) -> Summary {
-        tokio::time::timeout(Duration::from_secs(120), async {
+        self.crawl_within(builder, Duration::from_secs(120)).await
+    }
+
+    /// [`Backend::crawl`] for a crawl that may take up to `limit` to end.
+    pub async fn crawl_within(&self, builder: CrawlerBuilder, limit: Duration) -> Summary {
+        tokio::time::timeout(limit, async {
             self.build(builder)
                 .await
                 .unwrap()
