@@ -404,12 +404,11 @@ pub static STARTED: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
         "{NOW}
 local interval = tonumber(ARGV[1])
-local last = redis.call('HGET', KEYS[1], 'started_at')
+local got = redis.call('HMGET', KEYS[1], 'started_at', 'next_at')
 local at = now
-if last then at = math.max(now, tonumber(last) + interval) end
-redis.call('HSET', KEYS[1], 'started_at', at)
-local next_at = tonumber(redis.call('HGET', KEYS[1], 'next_at') or '0')
-if at + interval > next_at then redis.call('HSET', KEYS[1], 'next_at', at + interval) end
+if got[1] then at = math.max(now, tonumber(got[1]) + interval) end
+local next_at = math.max(tonumber(got[2] or '0'), at + interval)
+redis.call('HSET', KEYS[1], 'started_at', at, 'next_at', next_at)
 return at - now"
     ))
 });
