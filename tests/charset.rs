@@ -2,7 +2,7 @@
 //! a <meta>, UTF-16 with a byte order mark; titles are stored as text and link queries
 //! reach the server encoded the way the document meant them.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

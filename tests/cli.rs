@@ -5,7 +5,7 @@
 //! serve it on 127.0.0.1 from a tokio runtime and run the binary on a blocking thread so
 //! the server keeps answering.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};

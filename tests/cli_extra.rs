@@ -4,7 +4,7 @@
 //! Every test runs the real binary in its own temporary directory; sites are served on
 //! 127.0.0.1 by the test-support server.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -3,7 +3,7 @@
 //! `max-body` (counted in decompressed bytes), and truncated or corrupt streams are
 //! recorded as errors without stopping the crawl.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! End-to-end crawls of a generated site on 127.0.0.1, through the library, in both
 //! stores.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! inside `<noscript>`. A real server, a real crawl, on both stores, and the redirect
 //! report over what was stored.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 

@@ -3,7 +3,7 @@
 //! mounted by the test (needs root, as the test machines and CI run; elsewhere the test
 //! fails and says why).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;

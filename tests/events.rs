@@ -1,7 +1,7 @@
 //! Page events: one per fetched URL, in completion order, never lost however slow the
 //! consumer, with outlinks and (on request) bodies; in both stores.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! them); when they are missing the tests fail rather than skip, so a green run means the
 //! files really opened.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

@@ -6,7 +6,7 @@
 //! once, that each faulted URL is stored with the right state and `error_kind`, and that
 //! nothing panicked. The access log is the oracle for what was requested, and when.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::sync::atomic::Ordering;

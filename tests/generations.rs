@@ -3,7 +3,7 @@
 //! reads an earlier generation with every reading command, and `trawl prune` drops old ones
 //! and refuses to drop what an unfinished refresh needs.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::Path;

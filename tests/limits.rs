@@ -1,7 +1,7 @@
 //! The engine's limits on a real local server: per-host concurrency, scope filters, depth
 //! and page budgets, the body cap, timeouts, and a fan-out far past the in-memory queue.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! for another host) checked once, never crawled: one GET for a page whose ids may be
 //! wanted, HEAD for a named file (then GET where HEAD is refused or unreliable).
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
 //! The Prometheus endpoint, scraped during a real crawl of a local site.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! whole host until Retry-After, even across a restart; transient faults are retried with
 //! backoff and recorded with their attempts; delays and rate limits space requests.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

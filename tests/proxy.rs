@@ -1,7 +1,7 @@
 //! Proxies on loopback: requests go through the listed proxies in turn, a dead proxy is
 //! taken out of rotation, and no page is lost on the way.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! SQLite with `trawl export --to` and compared with what the site generator knows and
 //! with the server's access log.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::Path;

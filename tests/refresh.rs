@@ -4,7 +4,7 @@
 //! generation must be what a fresh crawl of the edited site finds, with the unchanged
 //! pages carried over unread and the previous generation kept in the file.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

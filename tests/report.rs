@@ -1,7 +1,7 @@
 //! Reports on a crawl of the generated site, checked against the generator's own oracle
 //! ([`support::Expected`]) and against what the file holds ([`support::db::read`]).
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

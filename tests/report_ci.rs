@@ -8,7 +8,7 @@
 //! workflow commands with GitHub's escaping undone; each must list exactly the links the
 //! JSON report lists.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::io::Write;

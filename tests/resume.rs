@@ -1,7 +1,7 @@
 //! Interruptions of the real binary: kill -9 at several points, Ctrl-C once and twice;
 //! every resumed crawl must end with exactly the pages and edges of an uninterrupted one.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

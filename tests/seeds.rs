@@ -4,7 +4,7 @@
 //!
 //! The unreachable host is a closed port on 127.0.0.3: connection refused, at once.
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};

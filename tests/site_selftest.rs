@@ -1,6 +1,6 @@
 //! Checks the test site and server themselves, so crawl tests can trust them as an oracle.
 
-mod support;
+use crate::support;
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};

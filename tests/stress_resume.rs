@@ -5,7 +5,7 @@
 //! kills are at most the concurrency times the number of kills. The kill moments come from
 //! a seed that changes from run to run (`STRESS_SEED` repeats one) and is printed.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

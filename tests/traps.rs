@@ -2,7 +2,7 @@
 //! ever-deeper relative links end within the limits; nofollow pages add edges but no
 //! fetches; session IDs do not multiply a page.
 
-mod support;
+use crate::support;
 
 use axum::extract::{Path, Query};
 use axum::response::{Html, IntoResponse};

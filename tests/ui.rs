@@ -2,7 +2,7 @@
 //! file, `trawl serve` (or `trawl crawl --ui`) on a free loopback port, its JSON read over
 //! HTTP, and the page itself rendered by a real headless Chromium.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

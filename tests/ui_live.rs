@@ -2,7 +2,7 @@
 //! from the engine's memory (in flight, delay, pauses, robots.txt), and a Redis crawl's
 //! crawl-wide host figures, read over HTTP and rendered by headless Chromium.
 
-mod support;
+use crate::support;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! crawl must store exactly what an unlimited one stores, fetch every page once, and
 //! resume the same way.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! sent; redirects hop by hop; truncation marked; resume after kill -9 appends to a sound
 //! file; bad paths are refused before anything is written.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
