@@ -257,9 +257,12 @@ impl Queue {
             .script(&scripts::GRANT, &[&k.state, &k.tokens], &args)
             .await?;
         let mut it = reply.into_iter();
-        let wait = it.next().and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+        let mut number = || it.next().and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+        let wait = number();
+        let room = if wait == 0 { number() as usize } else { 0 };
         Ok(Granted {
             wait: Duration::from_millis(wait),
+            room,
             tokens: it.collect(),
         })
     }

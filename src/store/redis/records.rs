@@ -150,6 +150,8 @@ pub struct Lease {
 pub struct Granted {
     /// Wait this long before asking the host again (paused, or inside its interval).
     pub wait: Duration,
+    /// The host's slots still free crawl-wide after this take.
+    pub room: usize,
     /// Tokens now ours, one per request.
     pub tokens: Vec<String>,
 }

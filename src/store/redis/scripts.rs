@@ -170,7 +170,10 @@ return {queued, host_used, flags}";
 /// process died) are dropped; then, if the host is not paused and past its interval, up
 /// to the per-host limit of them are taken, one at most when requests are spaced.
 ///
-/// Returns {wait ms, token1, token2, ...}.
+/// Returns {wait ms} when the host must wait, else {0, slots left free after this take,
+/// token1, token2, ...}: with none left the caller need not ask again before one of its
+/// own requests ends (or a while passes), which saves a per-host-limited crawl a refused
+/// call per page.
 pub static GRANT: LazyLock<Script> = LazyLock::new(|| {
     Script::new(&format!(
         "{NOW}{BULK}
@@ -180,9 +183,10 @@ local next_at = tonumber(redis.call('HGET', KEYS[1], 'next_at') or '0')
 local ready = math.max(paused, next_at)
 if ready > now then return {{ready - now}} end
 local interval = tonumber(ARGV[2])
-local n = math.min(tonumber(ARGV[1]) - redis.call('ZCARD', KEYS[2]), #ARGV - 3)
+local room = tonumber(ARGV[1]) - redis.call('ZCARD', KEYS[2])
+local n = math.min(room, #ARGV - 3)
 if interval > 0 then n = math.min(n, 1) end
-local out, taken = {{0}}, {{}}
+local out, taken = {{0, math.max(room - n, 0)}}, {{}}
 local until_ = now + tonumber(ARGV[3])
 for i = 1, n do
   taken[#taken + 1] = until_

@@ -115,7 +115,7 @@ impl RedisStore {
     /// the host may have room again, so the dispatcher need not wait out its idle time.
     fn finished_one(&self, host: &str, member: &str) {
         self.held.remove(member);
-        self.taker.not_before.remove(host);
+        self.taker.ended(host);
         *self.idle.lock().unwrap_or_else(|p| p.into_inner()) = IDLE_MIN;
         self.freed.notify_one();
     }

@@ -36,6 +36,9 @@ pub struct Taker {
     /// Hosts not to ask before then: paused, inside their spacing, or empty or at their
     /// limit when last asked (until this process frees one of their slots).
     pub not_before: DashMap<String, Instant>,
+    /// Requests this process ended: a round that saw one end while it asked a host does
+    /// not mark the host full or empty on what it heard before.
+    ended: AtomicU64,
     /// Parts of hosts not to pop from before then: empty when last asked.
     empty_until: DashMap<(String, usize), Instant>,
     /// The shards holding each host's URLs, as last read (and as this process admitted).
@@ -64,6 +67,7 @@ impl Taker {
                 start: 0,
             }),
             not_before: DashMap::new(),
+            ended: AtomicU64::new(0),
             empty_until: DashMap::new(),
             parts: DashMap::new(),
         }
@@ -76,6 +80,12 @@ impl Taker {
             self.process,
             self.tokens.fetch_add(1, Ordering::Relaxed)
         )
+    }
+
+    /// This process ended a request to `host`: the host may have a free slot.
+    pub fn ended(&self, host: &str) {
+        self.ended.fetch_add(1, Ordering::SeqCst);
+        self.not_before.remove(host);
     }
 
     /// This process queued URLs of `host` in `shard`: pop there on the next round.
@@ -123,12 +133,13 @@ impl Taker {
                 continue;
             }
             let want = (room - leases.len()).min(self.per_host);
-            let took = self
+            let ended = self.ended.load(Ordering::SeqCst);
+            let (took, full) = self
                 .host(&host, want, interval(&host), idle, d.start)
                 .await?;
-            if took.is_empty() {
-                // Empty, or at its limit: ask again after the idle wait rather than on
-                // every pass over the other hosts.
+            if (took.is_empty() || full) && self.ended.load(Ordering::SeqCst) == ended {
+                // Empty, or at its limit: ask again after the idle wait (or once this
+                // process ends one of the host's requests) rather than on every pass.
                 self.not_before
                     .entry(host)
                     .and_modify(|t| *t = (*t).max(now + idle))
@@ -140,7 +151,8 @@ impl Taker {
         Ok(leases)
     }
 
-    /// Up to `want` URLs of `host`: its tokens first, then its shards from `start` on.
+    /// Up to `want` URLs of `host`: its tokens first, then its shards from `start` on; and
+    /// whether every slot of the host is now taken.
     async fn host(
         &self,
         host: &str,
@@ -148,7 +160,7 @@ impl Taker {
         interval: Duration,
         idle: Duration,
         start: usize,
-    ) -> Result<Vec<Lease>, DistError> {
+    ) -> Result<(Vec<Lease>, bool), DistError> {
         let tokens = (0..want).map(|_| self.token()).collect();
         let granted = self
             .queue
@@ -157,7 +169,7 @@ impl Taker {
         let now = Instant::now();
         if !granted.wait.is_zero() {
             self.not_before.insert(host.to_owned(), now + granted.wait);
-            return Ok(Vec::new());
+            return Ok((Vec::new(), false));
         }
         let mut tokens = granted.tokens;
         let shards: Vec<usize> = self
@@ -196,7 +208,8 @@ impl Taker {
                 "took back expired leases of a process that stopped"
             );
         }
+        let full = granted.room == 0 && tokens.is_empty();
         self.queue.free(host, &tokens).await?;
-        Ok(leases)
+        Ok((leases, full))
     }
 }
