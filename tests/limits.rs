@@ -270,9 +270,10 @@ async fn a_huge_fan_out_spills_to_disk_and_never_deadlocks(store: Backend) {
         .route("/n/{i}", get(|| async { Html("<a href=\"/\">home</a>") }));
     let server = Adhoc::start(app).await;
     let path = "fan";
-    // One request at a time makes this crawl of 10,001 pages slow through Redis (a few
-    // round trips a page: 88-120 s in a debug build on 2 cores, 2026-12-08), so it gets
-    // more time than other crawls; a deadlock still fails it.
+    // One request at a time makes this crawl of 10,001 pages slow through Redis in a debug
+    // build (a few round trips a page, and redis-rs unoptimised: 46 s alone on 2 cores, up
+    // to 120 s beside other tests, 2026-12-08), so it gets more time than other crawls; a
+    // deadlock still fails it.
     let s = store
         .crawl_within(
             store
