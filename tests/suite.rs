@@ -37,3 +37,24 @@ mod ui;
 mod ui_live;
 mod visited_memory;
 mod warc;
+
+/// With `autotests = false` a file in `tests/` runs only when it is a module above: one
+/// left out would compile and fail nothing, silently.
+#[test]
+fn every_file_in_tests_is_a_module_of_the_suite() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let suite = include_str!("suite.rs");
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let Some(name) = path.file_stem().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if path.extension().is_some_and(|e| e == "rs") && name != "suite" {
+            assert!(
+                suite.contains(&format!("\nmod {name};\n")),
+                "tests/{name}.rs is not a module of tests/suite.rs: add `mod {name};` there, \
+                 or its tests never run"
+            );
+        }
+    }
+}
