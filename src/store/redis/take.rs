@@ -35,7 +35,7 @@ pub struct Taker {
     dispatch: tokio::sync::Mutex<Dispatch>,
     /// Hosts not to ask before then: paused, inside their spacing, or empty or at their
     /// limit when last asked (until this process frees one of their slots).
-    pub not_before: DashMap<String, Instant>,
+    not_before: DashMap<String, Instant>,
     /// Requests this process ended: a round that saw one end while it asked a host does
     /// not mark the host full or empty on what it heard before.
     ended: AtomicU64,
